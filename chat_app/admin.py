@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from chat_app.forms import ProviderForm
+from chat_app.models import Conversation, Message, Provider, Turn
+
+
+@admin.register(Provider)
+class ProviderAdmin(admin.ModelAdmin):
+    form = ProviderForm
+    list_display = [
+        "name",
+        "kind",
+        "model",
+        "base_url",
+        "native_tools",
+        "tools_supported",
+        "is_default",
+        "has_key",
+    ]
+    list_filter = ["kind", "native_tools"]
+
+    @admin.display(boolean=True, description="API key set")
+    def has_key(self, obj: Provider) -> bool:
+        return bool(obj.api_key)
+
+    def save_model(
+        self, request: HttpRequest, obj: Provider, form: ProviderForm, change: bool
+    ) -> None:
+        super().save_model(request, obj, form, change)
+        if obj.is_default:
+            Provider.objects.exclude(pk=obj.pk).update(is_default=False)
+
+
+class MessageInline(admin.TabularInline):
+    model = Message
+    extra = 0
+    fields = ["role", "state", "content", "created_at"]
+    readonly_fields = fields
+    show_change_link = True
+
+
+@admin.register(Conversation)
+class ConversationAdmin(admin.ModelAdmin):
+    list_display = ["title", "owner", "provider", "updated_at"]
+    list_filter = ["owner"]
+    search_fields = ["title"]
+    inlines = [MessageInline]
+
+
+@admin.register(Turn)
+class TurnAdmin(admin.ModelAdmin):
+    list_display = ["id", "conversation", "kind", "status", "phase", "round", "started_at"]
+    list_filter = ["status", "kind"]
+
+
+@admin.register(Message)
+class MessageAdmin(admin.ModelAdmin):
+    list_display = ["id", "conversation", "role", "state", "created_at"]
+    list_filter = ["role", "state"]
+    search_fields = ["content"]

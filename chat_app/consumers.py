@@ -1,0 +1,67 @@
+"""The chat websocket: relays events to the browser and accepts send/stop commands.
+
+Thin on purpose: every decision is a service call; this only checks who is asking.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+
+from chat_app import selectors
+from chat_app.services import turns
+from controlcenter.events import conversation_group
+
+
+class ConversationConsumer(AsyncJsonWebsocketConsumer):
+    conversation_id: int
+    group: str
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        self.conversation_id = int(self.scope["url_route"]["kwargs"]["conversation_id"])
+        if user is None or not user.is_authenticated:
+            await self.close(code=4401)
+            return
+        snapshot = await database_sync_to_async(selectors.conversation_snapshot_for)(
+            user=user, conversation_id=self.conversation_id
+        )
+        if snapshot is None:  # not theirs, or gone: same answer, no hint which
+            await self.close(code=4403)
+            return
+        self.group = conversation_group(self.conversation_id)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        # Re-read after joining the group: nothing published in between can be missed.
+        snapshot = await database_sync_to_async(selectors.conversation_snapshot_for)(
+            user=user, conversation_id=self.conversation_id
+        )
+        await self.send_json(snapshot)
+
+    async def disconnect(self, code: int) -> None:
+        if getattr(self, "group", None):
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        action = content.get("action") if isinstance(content, dict) else None
+        user = self.scope["user"]
+        try:
+            if action == "send":
+                await database_sync_to_async(turns.turn_send)(
+                    user=user,
+                    conversation_id=self.conversation_id,
+                    text=str(content.get("text", "")),
+                )
+            elif action == "stop":
+                await database_sync_to_async(turns.turn_stop_current)(
+                    user=user, conversation_id=self.conversation_id
+                )
+            else:
+                await self.send_json({"type": "error", "message": f"unknown action {action!r}"})
+        except turns.TurnError as exc:
+            await self.send_json({"type": "error", "message": str(exc)})
+
+    async def cc_event(self, event: dict[str, Any]) -> None:
+        await self.send_json(event["payload"])

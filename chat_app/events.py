@@ -1,0 +1,45 @@
+"""Events about messages and turns, for the chat page."""
+
+from __future__ import annotations
+
+from django.template.loader import render_to_string
+
+from chat_app.models import Message, Turn
+from controlcenter.events import apublish, conversation_group, publish
+
+
+def message_event(message: Message) -> dict[str, object]:
+    calls = list(message.tool_calls.all()) if message.pk else []
+    return {
+        "type": "message",
+        "id": message.pk,
+        "role": message.role,
+        "state": message.state,
+        "version": message.version,
+        "html": render_to_string("chat/_message.html", {"message": message, "calls": calls}),
+    }
+
+
+def message_publish(message: Message) -> None:
+    publish([conversation_group(message.conversation_id)], message_event(message))
+
+
+def turn_event(turn: Turn) -> dict[str, object]:
+    return {
+        "type": "turn",
+        "id": turn.pk,
+        "status": turn.status,
+        "running": turn.is_running,
+        "error": turn.error,
+    }
+
+
+def turn_publish(turn: Turn) -> None:
+    publish([conversation_group(turn.conversation_id)], turn_event(turn))
+
+
+async def token_publish(*, conversation_id: int, message_id: int, offset: int, text: str) -> None:
+    await apublish(
+        [conversation_group(conversation_id)],
+        {"type": "token", "message_id": message_id, "offset": offset, "text": text},
+    )

@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+from django import forms
+
+from chat_app.models import Conversation, Provider
+
+
+class RenameForm(forms.ModelForm):
+    class Meta:
+        model = Conversation
+        fields = ["title"]
+
+
+class ProviderForm(forms.ModelForm):
+    """Admin form: the API key is write-only — never rendered back, blank keeps the old one."""
+
+    api_key = forms.CharField(
+        required=False,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text="Write-only. Leave blank to keep the stored key.",
+    )
+    clear_api_key = forms.BooleanField(required=False, label="Remove the stored API key")
+
+    class Meta:
+        model = Provider
+        fields = [
+            "name",
+            "kind",
+            "base_url",
+            "api_key",
+            "model",
+            "native_tools",
+            "tools_supported",
+            "timeout_seconds",
+            "is_default",
+        ]
+
+    def clean(self) -> dict[str, object]:
+        data = super().clean() or {}
+        if not data.get("api_key") and self.instance.pk and not data.get("clear_api_key"):
+            data["api_key"] = self.instance.api_key
+        if data.get("clear_api_key"):
+            data["api_key"] = ""
+        return data

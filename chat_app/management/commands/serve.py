@@ -1,0 +1,43 @@
+"""Start the app: Daphne (HTTP + websockets) and, in embedded mode, the in-process worker."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+
+
+class Command(BaseCommand):
+    help = "Serve Control Center (ASGI). Embedded mode also runs the Celery worker in-process."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
+        parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+        parser.add_argument("--no-worker", action="store_true", help="Do not start the worker.")
+
+    def handle(self, *args: Any, host: str, port: int, no_worker: bool, **options: Any) -> None:
+        from channels.routing import get_default_application
+        from daphne.endpoints import build_endpoint_description_strings
+        from daphne.server import Server
+
+        from chat_app.services.providers import provider_seed_from_env
+        from controlcenter.maintenance import start_maintenance_thread
+
+        provider_seed_from_env()
+        if settings.MODE == "embedded" and not no_worker:
+            from controlcenter.embedded import start_embedded_worker
+
+            start_embedded_worker()
+            start_maintenance_thread()
+        self.stdout.write(
+            f"Control Center ({settings.MODE} mode) on http://{host}:{port}/", ending="\n"
+        )
+        self.stdout.flush()
+        Server(
+            application=get_default_application(),
+            endpoints=build_endpoint_description_strings(host=host, port=port),
+            verbosity=0,
+            application_close_timeout=5,
+        ).run()

@@ -1,0 +1,141 @@
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class Provider(models.Model):
+    """An LLM endpoint. ``openai`` covers every OpenAI-compatible server (OpenAI, Ollama, vLLM,
+    llama.cpp, LM Studio, OpenRouter, xAI); ``anthropic`` is the Messages API."""
+
+    class Kind(models.TextChoices):
+        OPENAI = "openai", "OpenAI-compatible"
+        ANTHROPIC = "anthropic", "Anthropic"
+
+    class NativeTools(models.TextChoices):
+        AUTO = "auto", "auto (detect)"
+        TRUE = "true", "always native"
+        FALSE = "false", "text fallback"
+
+    name = models.CharField(max_length=100, unique=True)
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.OPENAI)
+    base_url = models.CharField(
+        max_length=500, blank=True, help_text="e.g. http://localhost:11434/v1 for Ollama"
+    )
+    api_key = models.CharField(max_length=500, blank=True)
+    model = models.CharField(max_length=200)
+    native_tools = models.CharField(
+        max_length=8, choices=NativeTools.choices, default=NativeTools.AUTO
+    )
+    # Learned once when native_tools is "auto": None = not tried yet.
+    tools_supported = models.BooleanField(null=True, blank=True)
+    timeout_seconds = models.PositiveIntegerField(default=120)
+    is_default = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-is_default", "name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.kind}: {self.model})"
+
+    def uses_native_tools(self) -> bool:
+        if self.native_tools == self.NativeTools.TRUE:
+            return True
+        if self.native_tools == self.NativeTools.FALSE:
+            return False
+        return self.tools_supported is not False
+
+
+class Conversation(models.Model):
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations"
+    )
+    title = models.CharField(max_length=200, default="New conversation")
+    provider = models.ForeignKey(Provider, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at", "-id"]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class Turn(models.Model):
+    """One user message and everything the agent did about it (model rounds, tool calls)."""
+
+    class Kind(models.TextChoices):
+        CHAT = "chat", "chat"
+        SLASH = "slash", "slash command"
+
+    class Status(models.TextChoices):
+        RUNNING = "running", "running"
+        SUCCEEDED = "succeeded", "succeeded"
+        FAILED = "failed", "failed"
+        CANCELLED = "cancelled", "cancelled"
+        LIMITED = "limited", "stopped at the round limit"
+
+    class Phase(models.TextChoices):
+        MODEL = "model", "waiting for the model"
+        STREAMING = "streaming", "model is answering"
+        TOOLS = "tools", "tools are running"
+        DONE = "done", "done"
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="turns")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.CHAT)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.RUNNING)
+    phase = models.CharField(max_length=12, choices=Phase.choices, default=Phase.MODEL)
+    round = models.PositiveIntegerField(default=0)
+    max_rounds = models.PositiveIntegerField(default=10)
+    native_tools = models.BooleanField(default=True)
+    cancel_requested = models.BooleanField(default=False)
+    error = models.TextField(blank=True)
+    started_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["started_at", "id"]
+
+    def __str__(self) -> str:
+        return f"turn {self.pk} ({self.status})"
+
+    @property
+    def is_running(self) -> bool:
+        return self.status == self.Status.RUNNING
+
+
+class Message(models.Model):
+    class Role(models.TextChoices):
+        USER = "user", "user"
+        ASSISTANT = "assistant", "assistant"
+        NOTICE = "notice", "notice"  # shown to people, never sent to the model
+
+    class State(models.TextChoices):
+        STREAMING = "streaming", "streaming"
+        COMPLETE = "complete", "complete"
+        CANCELLED = "cancelled", "cancelled"
+        ERROR = "error", "error"
+
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="messages"
+    )
+    turn = models.ForeignKey(
+        Turn, null=True, blank=True, on_delete=models.CASCADE, related_name="messages"
+    )
+    role = models.CharField(max_length=10, choices=Role.choices)
+    content = models.TextField(blank=True)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.COMPLETE)
+    # In text-fallback mode the tool calls live in the content; the model must see them again.
+    fallback = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    version = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.role}: {self.content[:40]}"

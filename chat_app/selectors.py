@@ -1,0 +1,49 @@
+"""Reads for the chat: a user's conversations and the state a page (re)loads from."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Prefetch, QuerySet
+from django.template.loader import render_to_string
+
+from chat_app.models import Conversation, Message, Turn
+from tools_app.models import ToolCall
+
+
+def conversations_for(user: Any) -> QuerySet[Conversation]:
+    return Conversation.objects.filter(owner=user)
+
+
+def conversation_for(user: Any, conversation_id: int) -> Conversation | None:
+    return conversations_for(user).filter(pk=conversation_id).first()
+
+
+def conversation_messages(conversation: Conversation) -> list[Message]:
+    calls = ToolCall.objects.order_by("index", "id")
+    return list(
+        conversation.messages.order_by("created_at", "id").prefetch_related(
+            Prefetch("tool_calls", queryset=calls)
+        )
+    )
+
+
+def running_turn(conversation: Conversation) -> Turn | None:
+    return conversation.turns.filter(status=Turn.Status.RUNNING).order_by("-id").first()
+
+
+def conversation_snapshot_for(*, user: Any, conversation_id: int) -> dict[str, Any] | None:
+    conversation = conversation_for(user, conversation_id)
+    if conversation is None:
+        return None
+    turn = running_turn(conversation)
+    html = render_to_string(
+        "chat/page.html#messages", {"messages": conversation_messages(conversation)}
+    )
+    return {
+        "type": "snapshot",
+        "conversation_id": conversation.pk,
+        "running": turn is not None,
+        "turn_id": turn.pk if turn else None,
+        "html": html,
+    }

@@ -1,0 +1,106 @@
+"""The conversation as the provider sees it, rebuilt from what is stored.
+
+Tool results are not separate rows: they are the results of the ToolCalls attached to each
+assistant message, so the history can be rendered for native tool calling (assistant
+``tool_calls`` + ``tool`` messages) or for text fallback (results as a user message) from the
+same data.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from chat_app.fallback import format_tool_results
+from chat_app.models import Conversation, Message
+from chat_app.providers import ChatMessage, ToolCallRequest
+from tools_app.models import ToolCall
+
+UNFINISHED = {"success": False, "error": "this call did not finish (the turn was stopped)"}
+
+
+def _result(call: ToolCall) -> dict[str, Any]:
+    return call.result if call.result is not None else UNFINISHED
+
+
+def call_request_id(call: ToolCall) -> str:
+    return call.call_id or f"call_{call.pk}"
+
+
+def build_history(
+    conversation: Conversation, *, native: bool, exclude_message_id: int | None = None
+) -> list[ChatMessage]:
+    messages = (
+        Message.objects.filter(conversation=conversation)
+        .exclude(role=Message.Role.NOTICE)
+        .prefetch_related("tool_calls")
+        .order_by("created_at", "id")
+    )
+    out: list[ChatMessage] = []
+    for message in messages:
+        if message.pk == exclude_message_id:
+            continue
+        calls = sorted(message.tool_calls.all(), key=lambda c: (c.index, c.pk))
+        if message.role == Message.Role.USER:
+            out.append(ChatMessage(role="user", content=message.content))
+            if calls:  # a slash command: tell the model what the user ran and what came back
+                lines = [
+                    f"[I ran the tool {c.tool} directly with arguments "
+                    f"{c.raw_arguments or '{}'}; result: {json.dumps(_result(c))}]"
+                    for c in calls
+                ]
+                out.append(ChatMessage(role="user", content="\n".join(lines)))
+            continue
+        content = message.content
+        if message.state == Message.State.CANCELLED:
+            content = (content + "\n\n[interrupted by the user]").strip()
+        if native:
+            out.append(
+                ChatMessage(
+                    role="assistant",
+                    content=content,
+                    tool_calls=[
+                        ToolCallRequest(
+                            id=call_request_id(c), name=c.tool, arguments=c.raw_arguments or "{}"
+                        )
+                        for c in calls
+                    ],
+                )
+            )
+            for c in calls:
+                result = _result(c)
+                out.append(
+                    ChatMessage(
+                        role="tool",
+                        content=json.dumps(result),
+                        tool_call_id=call_request_id(c),
+                        name=c.tool,
+                        is_error=not result.get("success", False),
+                    )
+                )
+        else:
+            if calls and not message.fallback:
+                content += "".join(
+                    f"\n[called {c.tool} with {c.raw_arguments or '{}'}]" for c in calls
+                )
+            if content:
+                out.append(ChatMessage(role="assistant", content=content))
+            if calls:
+                out.append(
+                    ChatMessage(
+                        role="user",
+                        content=format_tool_results([(c.tool, _result(c)) for c in calls]),
+                    )
+                )
+    return _merge_consecutive_users(out)
+
+
+def _merge_consecutive_users(messages: list[ChatMessage]) -> list[ChatMessage]:
+    # Some servers (and Anthropic) reject two user messages in a row.
+    merged: list[ChatMessage] = []
+    for m in messages:
+        if merged and m.role == "user" and merged[-1].role == "user":
+            merged[-1] = ChatMessage(role="user", content=f"{merged[-1].content}\n\n{m.content}")
+        else:
+            merged.append(m)
+    return merged

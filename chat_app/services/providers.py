@@ -1,0 +1,63 @@
+"""Which LLM provider a conversation uses, and the default one seeded from the environment."""
+
+from __future__ import annotations
+
+import logging
+
+from django.conf import settings
+
+from chat_app.models import Conversation, Provider
+from chat_app.providers import LLMProvider, make_provider
+
+logger = logging.getLogger(__name__)
+
+
+def provider_seed_from_env() -> Provider | None:
+    """Create (or update) the default provider from LLM_* variables. Idempotent."""
+    cfg = settings.LLM
+    if not cfg["provider"] or not cfg["model"]:
+        return None
+    provider, created = Provider.objects.update_or_create(
+        name="default (from environment)",
+        defaults={
+            "kind": cfg["provider"],
+            "base_url": cfg["base_url"],
+            "model": cfg["model"],
+            "native_tools": cfg["native_tools"],
+            "timeout_seconds": int(cfg["timeout"]),
+        },
+    )
+    if cfg["api_key"] and provider.api_key != cfg["api_key"]:
+        provider.api_key = cfg["api_key"]
+        provider.save(update_fields=["api_key"])
+    if not Provider.objects.filter(is_default=True).exclude(pk=provider.pk).exists():
+        Provider.objects.filter(pk=provider.pk).update(is_default=True)
+    if created:
+        logger.info("seeded LLM provider %s from the environment", provider)
+    return provider
+
+
+def provider_default() -> Provider | None:
+    return Provider.objects.filter(is_default=True).first() or Provider.objects.first()
+
+
+def provider_for_conversation(conversation: Conversation) -> Provider | None:
+    if conversation.provider_id is not None:
+        return conversation.provider
+    return provider_default()
+
+
+def provider_client(provider: Provider) -> LLMProvider:
+    return make_provider(
+        provider.kind,
+        base_url=provider.base_url,
+        api_key=provider.api_key,
+        model=provider.model,
+        timeout=float(provider.timeout_seconds),
+    )
+
+
+def provider_remember_no_tools(provider: Provider) -> None:
+    """The endpoint rejected the ``tools`` parameter: use text fallback from now on."""
+    Provider.objects.filter(pk=provider.pk).update(tools_supported=False)
+    provider.tools_supported = False

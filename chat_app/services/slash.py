@@ -1,0 +1,83 @@
+"""Slash commands: call a tool directly, through the same binding, sandbox and trace."""
+
+from __future__ import annotations
+
+import json
+
+from django.db import transaction
+
+from chat_app.events import message_publish, turn_publish
+from chat_app.models import Conversation, Message, Turn
+from tools_app import selectors
+from tools_app.registry import BaseTool, tool_for_slash
+from tools_app.runtime import BindContext
+from tools_app.services.binding import CallRequest, toolcall_bind, toolcall_dispatch
+
+
+def help_text() -> str:
+    lines = ["**Slash commands** call a tool directly, no LLM needed:", ""]
+    for tool in selectors.enabled_tools():
+        example = json.dumps(tool.example())
+        alias = f" (or `/{tool.tool_slash} …`)" if tool.tool_slash else ""
+        lines.append(f"- `/{tool.tool_name} {example}`{alias} — {tool.description()}")
+    if len(lines) == 2:
+        lines.append("- no tools are enabled")
+    return "\n".join(lines)
+
+
+def _arguments(tool: type[BaseTool], rest: str) -> tuple[str | dict[str, object], str | None]:
+    rest = rest.strip()
+    if not rest or rest.startswith("{"):
+        return rest, None
+    try:
+        return tool.from_shorthand(rest), None
+    except ValueError as exc:
+        return rest, str(exc)
+
+
+def slash_run(*, conversation: Conversation, user_id: int, text: str) -> Turn | None:
+    word, _, rest = text[1:].partition(" ")
+    word = word.strip()
+    with transaction.atomic():
+        user_message = Message.objects.create(
+            conversation=conversation, role=Message.Role.USER, content=text
+        )
+        tool = tool_for_slash(word) if word != "help" else None
+        if tool is None:
+            notice = (
+                help_text()
+                if word == "help"
+                else (f"Unknown command `/{word}`. Type `/help` to list the tools.")
+            )
+            reply = Message.objects.create(
+                conversation=conversation, role=Message.Role.NOTICE, content=notice
+            )
+            turn = None
+        else:
+            turn = Turn.objects.create(
+                conversation=conversation,
+                user_id=user_id,
+                kind=Turn.Kind.SLASH,
+                phase=Turn.Phase.TOOLS,
+            )
+            user_message.turn = turn
+            user_message.save(update_fields=["turn"])
+            arguments, error = _arguments(tool, rest)
+            call = toolcall_bind(
+                request=CallRequest(tool=tool.tool_name, arguments=arguments, parse_error=error),
+                ctx=BindContext(user_id=user_id, conversation_id=conversation.pk, source="slash"),
+                turn_id=turn.pk,
+                message_id=user_message.pk,
+            )
+            if not call.is_terminal and call.status == call.Status.QUEUED:
+                toolcall_dispatch(call)
+            reply = None
+    message_publish(user_message)
+    if reply is not None:
+        message_publish(reply)
+    if turn is not None:
+        turn_publish(turn)
+        from chat_app.services.turns import turn_advance
+
+        turn_advance(turn.pk)
+    return turn

@@ -1,0 +1,141 @@
+"""Turns: start one, stop one, move it on when its tool calls finish, finish it once.
+
+A chat turn is a small state machine stored on the Turn row (``phase``), so no Celery task
+ever waits for another: ``agent_round`` streams one model reply and dispatches its tool calls;
+the tool call that finishes last moves the turn back to ``model`` and queues the next round.
+Every transition is a conditional UPDATE, so concurrent finishers cannot run a round twice.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from chat_app.events import message_publish, turn_publish
+from chat_app.models import Conversation, Message, Turn
+from tools_app.models import ToolCall
+from tools_app.services.execution import toolcall_cancel
+
+logger = logging.getLogger(__name__)
+
+
+class TurnError(Exception):
+    """A person asked for something a turn cannot do right now (clear words in ``args[0]``)."""
+
+
+def _queue_round(turn_id: int) -> None:
+    from chat_app.tasks import agent_round
+
+    transaction.on_commit(lambda: agent_round.apply_async((turn_id,), queue="agent"))
+
+
+def turn_start(*, conversation: Conversation, user_id: int, text: str) -> Turn | None:
+    text = text.strip()
+    if not text:
+        raise TurnError("the message is empty")
+    if conversation.turns.filter(status=Turn.Status.RUNNING).exists():
+        raise TurnError("the agent is still working on the previous message; press Stop first")
+    if text.startswith("/"):
+        from chat_app.services.slash import slash_run
+
+        return slash_run(conversation=conversation, user_id=user_id, text=text)
+    with transaction.atomic():
+        turn = Turn.objects.create(
+            conversation=conversation,
+            user_id=user_id,
+            kind=Turn.Kind.CHAT,
+            max_rounds=settings.AGENT_MAX_ROUNDS,
+        )
+        message = Message.objects.create(
+            conversation=conversation, turn=turn, role=Message.Role.USER, content=text
+        )
+        conversation_touch(conversation, first_text=text)
+        _queue_round(turn.pk)
+    message_publish(message)
+    turn_publish(turn)
+    return turn
+
+
+def conversation_touch(conversation: Conversation, *, first_text: str = "") -> None:
+    fields = ["updated_at"]
+    if first_text and conversation.title == "New conversation":
+        conversation.title = " ".join(first_text.split())[:60] or conversation.title
+        fields.append("title")
+    conversation.save(update_fields=fields)
+
+
+def turn_finish(turn: Turn, *, status: str, error: str = "", notice: str = "") -> bool:
+    """Finish a running turn exactly once; optionally leave a notice for the person."""
+    done = Turn.objects.filter(pk=turn.pk, status=Turn.Status.RUNNING).update(
+        status=status, phase=Turn.Phase.DONE, finished_at=timezone.now(), error=error
+    )
+    if not done:
+        return False
+    turn.refresh_from_db()
+    if notice:
+        message = Message.objects.create(
+            conversation_id=turn.conversation_id,
+            turn=turn,
+            role=Message.Role.NOTICE,
+            content=notice,
+        )
+        message_publish(message)
+    turn_publish(turn)
+    return True
+
+
+def turn_stop(*, turn: Turn) -> None:
+    """Stop: cancel the model stream (the round notices within ~0.2 s), cancel pending calls
+    and kill running ones. The turn finishes as cancelled when nothing is left running."""
+    Turn.objects.filter(pk=turn.pk, status=Turn.Status.RUNNING).update(cancel_requested=True)
+    turn.refresh_from_db()
+    if not turn.is_running:
+        return
+    for call in turn.tool_calls.exclude(status__in=ToolCall.TERMINAL):
+        toolcall_cancel(call)
+    # A round that is queued but not yet streaming will never notice: finish it here.
+    if Turn.objects.filter(pk=turn.pk, status=Turn.Status.RUNNING, phase=Turn.Phase.MODEL).exists():
+        turn_finish(turn, status=Turn.Status.CANCELLED)
+    else:
+        turn_advance(turn.pk)
+
+
+def turn_advance(turn_id: int) -> None:
+    """Called whenever a tool call of the turn finishes: when none is left unfinished, finish
+    a slash/cancelled turn or queue the next model round."""
+    turn = Turn.objects.filter(pk=turn_id).first()
+    if turn is None or not turn.is_running or turn.phase != Turn.Phase.TOOLS:
+        return
+    calls = list(turn.tool_calls.values_list("status", flat=True))
+    if any(status not in ToolCall.TERMINAL for status in calls):
+        return
+    if turn.cancel_requested:
+        turn_finish(turn, status=Turn.Status.CANCELLED)
+    elif turn.kind == Turn.Kind.SLASH:
+        ok = all(status == ToolCall.Status.SUCCEEDED for status in calls)
+        turn_finish(turn, status=Turn.Status.SUCCEEDED if ok else Turn.Status.FAILED)
+    elif Turn.objects.filter(pk=turn.pk, status=Turn.Status.RUNNING, phase=Turn.Phase.TOOLS).update(
+        phase=Turn.Phase.MODEL
+    ):
+        _queue_round(turn.pk)
+
+
+def _owned_conversation(user: object, conversation_id: int) -> Conversation:
+    conversation = Conversation.objects.filter(pk=conversation_id, owner=user).first()
+    if conversation is None:
+        raise TurnError("conversation not found")
+    return conversation
+
+
+def turn_send(*, user: object, conversation_id: int, text: str) -> Turn | None:
+    conversation = _owned_conversation(user, conversation_id)
+    return turn_start(conversation=conversation, user_id=conversation.owner_id, text=text)
+
+
+def turn_stop_current(*, user: object, conversation_id: int) -> None:
+    conversation = _owned_conversation(user, conversation_id)
+    for turn in conversation.turns.filter(status=Turn.Status.RUNNING):
+        turn_stop(turn=turn)

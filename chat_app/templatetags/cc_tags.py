@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import template
+from django.utils.safestring import SafeString, mark_safe
+
+from chat_app.rendering import render_markdown
+
+register = template.Library()
+
+
+@register.filter
+def markdown(text: str) -> SafeString:
+    return mark_safe(render_markdown(text))  # noqa: S308 - sanitised by nh3 in render_markdown
+
+
+@register.filter
+def pretty_json(value: Any) -> str:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return value
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
+
+
+@register.filter
+def compact_json(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+@register.filter
+def duration(ms: int | None) -> str:
+    if ms is None:
+        return ""
+    if ms < 1000:
+        return f"{ms} ms"
+    if ms < 60_000:
+        return f"{ms / 1000:.1f} s"
+    return f"{ms // 60_000} min {ms % 60_000 // 1000} s"
+
+
+@register.filter
+def epoch_ms(value: Any) -> str:
+    return str(int(value.timestamp() * 1000)) if value else ""

@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+from django_htmx.http import HttpResponseClientRedirect
+
+from chat_app import selectors
+from chat_app.forms import RenameForm
+from chat_app.models import Conversation
+from chat_app.services.providers import provider_default
+
+
+def _owned(request: HttpRequest, conversation_id: int) -> Conversation:
+    conversation = selectors.conversation_for(request.user, conversation_id)
+    if conversation is None:
+        raise Http404("conversation not found")
+    return conversation
+
+
+@login_required
+def index(request: HttpRequest) -> HttpResponse:
+    latest = selectors.conversations_for(request.user).first()
+    if latest is None:
+        latest = Conversation.objects.create(owner=request.user)
+    return redirect("chat:conversation", conversation_id=latest.pk)
+
+
+@login_required
+@require_POST
+def conversation_new(request: HttpRequest) -> HttpResponse:
+    conversation = Conversation.objects.create(owner=request.user)
+    return redirect("chat:conversation", conversation_id=conversation.pk)
+
+
+@login_required
+def conversation_page(request: HttpRequest, conversation_id: int) -> HttpResponse:
+    conversation = _owned(request, conversation_id)
+    return render(
+        request,
+        "chat/page.html",
+        {
+            "conversation": conversation,
+            "conversations": selectors.conversations_for(request.user),
+            "messages": selectors.conversation_messages(conversation),
+            "running": selectors.running_turn(conversation) is not None,
+            "provider": conversation.provider or provider_default(),
+        },
+    )
+
+
+@login_required
+@require_POST
+def conversation_rename(request: HttpRequest, conversation_id: int) -> HttpResponse:
+    conversation = _owned(request, conversation_id)
+    form = RenameForm(request.POST, instance=conversation)
+    if form.is_valid():
+        form.save()
+    else:
+        conversation.refresh_from_db()
+    return render(
+        request,
+        "chat/page.html#conversation-list",
+        {"conversation": conversation, "conversations": selectors.conversations_for(request.user)},
+    )
+
+
+@login_required
+@require_POST
+def conversation_delete(request: HttpRequest, conversation_id: int) -> HttpResponse:
+    conversation = _owned(request, conversation_id)
+    conversation.delete()
+    if request.htmx:
+        return HttpResponseClientRedirect("/")
+    return redirect("chat:index")

@@ -1,0 +1,84 @@
+"""The Celery worker that runs inside the web process in embedded mode.
+
+Embedded mode has no broker process: Celery uses kombu's ``memory://`` transport, which only
+works inside one process, so the worker consumes from threads of the web server's process.
+Distributed mode never calls this; it runs ``celery -A controlcenter worker`` instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from django.conf import settings
+
+logger = logging.getLogger(__name__)
+
+_lock = threading.Lock()
+_worker_thread: threading.Thread | None = None
+_worker: object | None = None
+
+QUEUES = ("agent", "tools", "browser")
+
+
+def embedded_worker_alive() -> bool:
+    return _worker_thread is not None and _worker_thread.is_alive()
+
+
+def start_embedded_worker(*, concurrency: int | None = None) -> None:
+    """Start the in-process worker once; later calls are no-ops."""
+    global _worker_thread, _worker
+    if settings.MODE != "embedded":
+        raise RuntimeError("the in-process worker only runs in embedded mode")
+    with _lock:
+        if embedded_worker_alive():
+            return
+        from controlcenter.celery import app
+
+        ready = threading.Event()
+
+        class EmbeddedWorker(app.WorkController):  # type: ignore[name-defined,misc]
+            def on_consumer_ready(self, consumer: object) -> None:
+                ready.set()
+
+        worker = EmbeddedWorker(
+            pool_cls="threads",
+            concurrency=concurrency or settings.EMBEDDED_WORKER_CONCURRENCY,
+            queues=list(QUEUES),
+            hostname=f"embedded@{_hostname()}",
+            without_heartbeat=True,
+            without_mingle=True,
+            without_gossip=True,
+            loglevel="WARNING",
+        )
+        _worker = worker
+
+        def _run() -> None:
+            try:
+                worker.start()
+            except Exception:  # pragma: no cover - logged for operators
+                logger.exception("embedded Celery worker stopped")
+
+        _worker_thread = threading.Thread(target=_run, name="embedded-celery", daemon=True)
+        _worker_thread.start()
+        if not ready.wait(timeout=30):
+            raise RuntimeError("embedded Celery worker did not start within 30 s")
+        time.sleep(0.01)
+
+
+def stop_embedded_worker() -> None:
+    global _worker_thread, _worker
+    with _lock:
+        if _worker is not None:
+            _worker.stop(in_sighandler=False)  # type: ignore[attr-defined]
+        if _worker_thread is not None:
+            _worker_thread.join(timeout=10)
+        _worker_thread = None
+        _worker = None
+
+
+def _hostname() -> str:
+    import socket
+
+    return socket.gethostname()

@@ -1,0 +1,205 @@
+"""Django settings, read from the environment (see README "Configuration").
+
+One code path for both modes: with ``REDIS_URL`` unset the app runs *embedded* (SQLite in
+``var/``, a thread-safe in-memory channel layer, Celery on ``memory://`` with a worker inside the
+web process); with ``REDIS_URL`` set it runs *distributed* (channels_redis, Celery on Redis,
+separate worker processes, ``DATABASE_URL`` for Postgres).
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from controlcenter.env import envbool, envchoice, envfloat, envint, envlist, envstr
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(envstr("CC_VAR_DIR", str(BASE_DIR / "var"))).resolve()
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+
+def _secret_key() -> str:
+    key = envstr("SECRET_KEY")
+    if key:
+        return key
+    key_file = VAR_DIR / "secret_key"
+    if not key_file.exists():
+        key_file.write_text(secrets.token_urlsafe(50))
+        key_file.chmod(0o600)
+    return key_file.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+DEBUG = envbool("DEBUG", False)
+ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS")
+
+REDIS_URL = envstr("REDIS_URL")
+MODE = "distributed" if REDIS_URL else "embedded"
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "channels",
+    "django_htmx",
+    "template_partials",
+    "chat_app",
+    "tools_app",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+    "controlcenter.middleware.LoginRequiredExceptMiddleware",
+]
+
+ROOT_URLCONF = "controlcenter.urls"
+ASGI_APPLICATION = "controlcenter.asgi.application"
+WSGI_APPLICATION = None
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "controlcenter.context_processors.app",
+            ],
+        },
+    },
+]
+
+# --- database -------------------------------------------------------------------------------
+_sqlite_options = {
+    # WAL + immediate transactions: the in-process worker threads write concurrently with
+    # the web thread; without these SQLite answers "database is locked" under load.
+    "transaction_mode": "IMMEDIATE",
+    "timeout": 30,
+    "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+}
+_database_url = envstr("DATABASE_URL")
+if _database_url:
+    try:
+        DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=0)}
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"DATABASE_URL is not a valid database URL: {exc}") from exc
+    if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+        DATABASES["default"]["OPTIONS"] = dict(_sqlite_options)
+else:
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": VAR_DIR / "db.sqlite3",
+            "OPTIONS": dict(_sqlite_options),
+        }
+    }
+_test_db_name = envstr("CC_TEST_DB_NAME")
+if _test_db_name:
+    DATABASES["default"]["TEST"] = {"NAME": _test_db_name}
+elif DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # A file, not ":memory:": worker threads and the app server subprocess in e2e tests
+    # must see the same database.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-db.sqlite3")}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- channels + celery ----------------------------------------------------------------------
+if MODE == "distributed":
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL], "capacity": 2000, "expiry": 60},
+        }
+    }
+    CELERY_BROKER_URL = REDIS_URL
+    CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {"visibility_timeout": 3600}
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "controlcenter.layers.ThreadSafeInMemoryChannelLayer"}}
+    CELERY_BROKER_URL = "memory://"
+    # kombu polls the in-memory transport once a second by default: far too slow for a
+    # tool round trip (see docs/ORCHESTRATOR.md, "Embedded mode").
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"polling_interval": 0.001}
+
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_DEFAULT_QUEUE = "tools"
+CELERY_TASK_ROUTES = {
+    "chat_app.tasks.*": {"queue": "agent"},
+    "tools_app.tasks.*": {"queue": "tools"},
+}
+CELERY_TASK_ACKS_LATE = False  # a tool call runs at most once; a lost worker is reaped instead
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+EMBEDDED_WORKER_CONCURRENCY = envint("EMBEDDED_WORKER_CONCURRENCY", 16, minimum=2)
+
+# --- auth, static, i18n ---------------------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/accounts/login/"
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = envstr("TIME_ZONE", "UTC")
+USE_I18N = False
+USE_TZ = True
+STATIC_URL = "/static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "static"
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = False  # htmx reads it via hx-headers rendered in the page, not JS
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+
+# --- the product ----------------------------------------------------------------------------
+LLM = {
+    "provider": envchoice("LLM_PROVIDER", ("openai", "anthropic", ""), ""),
+    "base_url": envstr("LLM_BASE_URL"),
+    "api_key": envstr("LLM_API_KEY"),
+    "model": envstr("LLM_MODEL"),
+    "native_tools": envchoice("LLM_NATIVE_TOOLS", ("auto", "true", "false"), "auto"),
+    "timeout": envfloat("LLM_TIMEOUT", 120.0),
+}
+AGENT_MAX_ROUNDS = envint("AGENT_MAX_ROUNDS", 10, minimum=1)
+WORKSPACES_DIR = Path(envstr("WORKSPACES_DIR", str(VAR_DIR / "workspaces"))).resolve()
+MEDIA_DIR = VAR_DIR / "media"
+# A running tool call writes a heartbeat; a call whose heartbeat is older than this is
+# marked failed ("worker lost") so the turn can go on.
+TOOL_HEARTBEAT_TIMEOUT = envint("TOOL_HEARTBEAT_TIMEOUT", 30, minimum=5)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO").upper()},
+    "loggers": {
+        "django.channels.server": {"level": "WARNING"},
+        "celery": {"level": "WARNING"},
+        "kombu": {"level": "WARNING"},
+    },
+}

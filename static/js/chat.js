@@ -1,0 +1,189 @@
+// The chat page's live stream: one websocket per conversation.
+//
+// The server sends whole, versioned HTML fragments for messages and tool-call cards (rendered
+// from the same templates as the page), plus small text chunks for tokens and tool output that
+// carry their offset. So a reconnect is just: take the snapshot, then keep applying events;
+// stale fragments (lower version) and already-applied chunks (lower offset) are ignored.
+
+const chat = document.getElementById("chat");
+const messages = document.getElementById("messages");
+const form = document.getElementById("composer");
+const input = document.getElementById("message-input");
+const sendButton = document.getElementById("send-button");
+const stopButton = document.getElementById("stop-button");
+const connection = document.getElementById("connection");
+const errorLine = document.getElementById("composer-error");
+const conversationId = chat.dataset.conversationId;
+
+let socket = null;
+let retryDelay = 250;
+let running = chat.dataset.running === "true";
+
+const codePoints = (text) => Array.from(text);
+
+function nearBottom() {
+  return messages.scrollHeight - messages.scrollTop - messages.clientHeight < 120;
+}
+
+function keepScrolled(fn) {
+  const stick = nearBottom();
+  fn();
+  if (stick) messages.scrollTop = messages.scrollHeight;
+}
+
+function fragment(html) {
+  const template = document.createElement("template");
+  template.innerHTML = html.trim();
+  return template.content.firstElementChild;
+}
+
+function setRunning(value) {
+  running = value;
+  chat.dataset.running = String(value);
+  stopButton.hidden = !value;
+  sendButton.disabled = value;
+}
+
+function showError(text) {
+  errorLine.textContent = text || "";
+}
+
+// Replace an element by a newer version of itself, keeping what the person opened.
+function upsert(existing, incoming, insert) {
+  if (existing) {
+    if (Number(existing.dataset.version) > Number(incoming.dataset.version)) return existing;
+    existing.querySelectorAll("details[data-touched]").forEach((d) => {
+      const twin = incoming.querySelector(`details.${d.classList[0]}`);
+      if (twin) {
+        twin.open = d.open;
+        twin.dataset.touched = "1";
+      }
+    });
+    existing.replaceWith(incoming);
+  } else {
+    insert(incoming);
+  }
+  return incoming;
+}
+
+function appendChunk(element, offset, text) {
+  if (!element) return;
+  const length = Number(element.dataset.len || 0);
+  if (offset > length) return; // a gap: the next full fragment brings the missing part
+  const fresh = codePoints(text).slice(length - offset).join("");
+  if (!fresh) return;
+  element.append(fresh);
+  element.dataset.len = String(length + codePoints(fresh).length);
+}
+
+const handlers = {
+  snapshot(event) {
+    messages.innerHTML = event.html;
+    setRunning(event.running);
+    messages.scrollTop = messages.scrollHeight;
+  },
+  message(event) {
+    keepScrolled(() => {
+      messages.querySelector(".empty-state")?.remove();
+      upsert(document.getElementById(`message-${event.id}`), fragment(event.html), (el) =>
+        messages.append(el),
+      );
+    });
+  },
+  token(event) {
+    keepScrolled(() => {
+      const target = document.querySelector(`#message-${event.message_id} .stream-text`);
+      appendChunk(target, event.offset, event.text);
+    });
+  },
+  toolcall(event) {
+    keepScrolled(() => {
+      const incoming = fragment(event.html);
+      const card = upsert(document.getElementById(`toolcall-${event.id}`), incoming, (el) => {
+        const list = document.getElementById(`message-${event.message_id}-calls`);
+        (list || messages).append(el);
+      });
+      card.dataset.appliedAt = String(Date.now());
+    });
+  },
+  output(event) {
+    keepScrolled(() => {
+      const card = document.getElementById(`toolcall-${event.id}`);
+      appendChunk(card?.querySelector(".toolcall-output"), event.offset, event.text);
+    });
+  },
+  turn(event) {
+    setRunning(event.running);
+  },
+  error(event) {
+    showError(event.message);
+  },
+};
+
+function connect() {
+  const scheme = location.protocol === "https:" ? "wss" : "ws";
+  socket = new WebSocket(`${scheme}://${location.host}/ws/conversations/${conversationId}/`);
+  socket.addEventListener("open", () => {
+    retryDelay = 250;
+    connection.hidden = true;
+    chat.dataset.connected = "true";
+  });
+  socket.addEventListener("message", (message) => {
+    const event = JSON.parse(message.data);
+    handlers[event.type]?.(event);
+  });
+  socket.addEventListener("close", (event) => {
+    chat.dataset.connected = "false";
+    if (event.code === 4401 || event.code === 4403) {
+      connection.textContent = "You no longer have access to this conversation.";
+      connection.hidden = false;
+      return;
+    }
+    connection.textContent = "Connection lost — reconnecting…";
+    connection.hidden = false;
+    setTimeout(connect, retryDelay);
+    retryDelay = Math.min(retryDelay * 2, 5000);
+  });
+}
+
+function send() {
+  const text = input.value.trim();
+  if (!text || running) return;
+  if (!socket || socket.readyState !== WebSocket.OPEN) {
+    showError("Not connected yet — try again in a moment.");
+    return;
+  }
+  showError("");
+  socket.send(JSON.stringify({ action: "send", text }));
+  input.value = "";
+}
+
+form.addEventListener("submit", (event) => {
+  event.preventDefault();
+  send();
+});
+
+input.addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+    event.preventDefault();
+    send();
+  }
+});
+
+stopButton.addEventListener("click", () => {
+  socket?.send(JSON.stringify({ action: "stop" }));
+});
+
+// Remember which collapsible parts the person opened or closed themselves.
+messages.addEventListener(
+  "toggle",
+  (event) => {
+    if (event.target.tagName === "DETAILS") event.target.dataset.touched = "1";
+  },
+  true,
+);
+
+setRunning(running);
+messages.scrollTop = messages.scrollHeight;
+connect();
+input.focus();

@@ -1,0 +1,194 @@
+"""Fixtures for the whole suite.
+
+The suite runs in the mode the environment selects (see the Makefile): embedded (no
+REDIS_URL: in-process worker thread, in-memory channel layer, SQLite file) or distributed
+(REDIS_URL + DATABASE_URL: a separate ``celery worker`` process, channels_redis, Postgres).
+Tests marked ``modes`` run in both; ``make test`` runs them twice.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+from tests.helpers import require, wait_for
+from tests.llm_server import ScriptedLLM
+
+ROOT = Path(__file__).resolve().parent.parent
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync API + ORM
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if settings.MODE == "distributed":
+        # Only the mode-sensitive tests run a second time in distributed mode.
+        selected = [i for i in items if i.get_closest_marker("modes")]
+        deselected = [i for i in items if not i.get_closest_marker("modes")]
+        if deselected:
+            config.hook.pytest_deselected(items=deselected)
+            items[:] = selected
+
+
+@pytest.fixture(scope="session")
+def mode() -> str:
+    return settings.MODE
+
+
+def test_database_url() -> str:
+    """A URL for the test database, for processes the tests start (worker, app server)."""
+    s = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{s['NAME']}"
+    user = s.get("USER") or ""
+    password = f":{s['PASSWORD']}" if s.get("PASSWORD") else ""
+    auth = f"{user}{password}@" if user else ""
+    return f"postgres://{auth}{s.get('HOST') or '127.0.0.1'}:{s.get('PORT') or 5432}/{s['NAME']}"
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    env = os.environ.copy()
+    env.update(DATABASE_URL=test_database_url(), PYTHONUNBUFFERED="1", **extra)
+    env.pop("CC_TEST_DB_NAME", None)
+    return env
+
+
+@pytest.fixture(scope="session")
+def _redis_clean() -> None:
+    if settings.MODE != "distributed":
+        return
+    import redis
+
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    try:
+        client.ping()
+    except redis.exceptions.ConnectionError:
+        require(False, f"Redis not reachable at {settings.REDIS_URL}")
+    client.flushdb()
+
+
+@pytest.fixture(scope="session")
+def worker_process(
+    django_db_setup: Any, django_db_blocker: Any, _redis_clean: None
+) -> Iterator[subprocess.Popen[bytes] | None]:
+    """Distributed mode: a real ``celery worker`` process on the test database."""
+    if settings.MODE != "distributed":
+        yield None
+        return
+    from controlcenter.celery import app
+
+    name = f"test-{uuid.uuid4().hex[:6]}@%h"
+    log = open(ROOT / "var" / "test-worker.log", "ab")  # noqa: SIM115
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "controlcenter",
+            "worker",
+            "-Q",
+            "agent,tools,browser",
+            "-c",
+            "4",
+            "-n",
+            name,
+            "-l",
+            "WARNING",
+            "--without-mingle",
+            "--without-gossip",
+        ],
+        cwd=ROOT,
+        env=child_env(),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        wait_for(
+            lambda: proc.poll() is not None or app.control.ping(timeout=0.3),
+            timeout=60,
+            message="the celery worker to answer ping",
+        )
+        assert proc.poll() is None, "celery worker exited; see var/test-worker.log"
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@pytest.fixture
+def worker(transactional_db: None, worker_process: Any) -> str:
+    """Something that runs Celery tasks, in the current mode. Needs committed data."""
+    if settings.MODE == "embedded":
+        from controlcenter.embedded import start_embedded_worker
+
+        start_embedded_worker()
+    return settings.MODE
+
+
+@pytest.fixture
+def llm() -> Iterator[ScriptedLLM]:
+    with ScriptedLLM() as server:
+        yield server
+
+
+@pytest.fixture
+def provider(llm: ScriptedLLM, transactional_db: None) -> Any:
+    from chat_app.models import Provider
+
+    return Provider.objects.create(
+        name="scripted",
+        kind="openai",
+        base_url=llm.openai_base_url,
+        model="scripted-model",
+        is_default=True,
+    )
+
+
+@pytest.fixture
+def user(transactional_db: None) -> Any:
+    from django.contrib.auth import get_user_model
+
+    return get_user_model().objects.create_user("alice", password="alice-password-1")
+
+
+@pytest.fixture
+def other_user(transactional_db: None) -> Any:
+    from django.contrib.auth import get_user_model
+
+    return get_user_model().objects.create_user("bob", password="bob-password-1")
+
+
+@pytest.fixture
+def staff_user(transactional_db: None) -> Any:
+    from django.contrib.auth import get_user_model
+
+    return get_user_model().objects.create_superuser("root", password="root-password-1")
+
+
+@pytest.fixture
+def conversation(user: Any) -> Any:
+    from chat_app.models import Conversation
+
+    return Conversation.objects.create(owner=user, title="Test conversation")
+
+
+def wait_turn(turn_id: int, *, timeout: float = 15.0) -> Any:
+    from chat_app.models import Turn
+
+    def finished() -> Any:
+        turn = Turn.objects.get(pk=turn_id)
+        return turn if not turn.is_running else None
+
+    return wait_for(finished, timeout=timeout, message=f"turn {turn_id} to finish")

@@ -1,0 +1,42 @@
+"""Events about tool calls: the card (rendered HTML, versioned) and live output chunks."""
+
+from __future__ import annotations
+
+from django.template.loader import render_to_string
+
+from controlcenter.events import conversation_group, publish, toolcall_group
+from tools_app.models import ToolCall
+
+
+def toolcall_groups(call: ToolCall) -> list[str]:
+    groups = [toolcall_group(call.pk)]
+    if call.conversation_id is not None:
+        groups.append(conversation_group(call.conversation_id))
+    return groups
+
+
+def render_toolcall_card(call: ToolCall) -> str:
+    return render_to_string("tools/_toolcall_card.html", {"call": call})
+
+
+def toolcall_event(call: ToolCall) -> dict[str, object]:
+    return {
+        "type": "toolcall",
+        "id": call.pk,
+        "message_id": call.message_id,
+        "turn_id": call.turn_id,
+        "status": call.status,
+        "version": call.version,
+        "html": render_toolcall_card(call),
+    }
+
+
+def toolcall_publish(call: ToolCall) -> None:
+    publish(toolcall_groups(call), toolcall_event(call))
+
+
+def toolcall_publish_output(call: ToolCall, *, offset: int, text: str) -> None:
+    publish(
+        toolcall_groups(call),
+        {"type": "output", "id": call.pk, "offset": offset, "text": text},
+    )

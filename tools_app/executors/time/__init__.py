@@ -1,0 +1,1 @@
+"""Time: the simplest executor, and the template for the others (tools, settings, activity)."""

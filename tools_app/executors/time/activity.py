@@ -1,0 +1,22 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from tools_app.executors.time.tools import CurrentTime
+from tools_app.registry import activity
+from tools_app.runtime import ActivityContext
+
+
+@activity("current_time")
+def current_time(args: CurrentTime, ctx: ActivityContext) -> dict[str, Any]:
+    now = datetime.now(ZoneInfo(args.timezone))
+    return {
+        "timezone": args.timezone,
+        "iso": now.isoformat(timespec="seconds"),
+        "date": now.strftime("%Y-%m-%d"),
+        "time": now.strftime("%H:%M:%S"),
+        "weekday": now.strftime("%A"),
+        "utc_offset": now.strftime("%z"),
+    }

@@ -1,0 +1,139 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings as django_settings
+from django.db import models
+
+
+class ToolGroupConfig(models.Model):
+    """Admin-edited state of one tool group: on/off and its settings (validated JSON)."""
+
+    name = models.CharField(max_length=64, unique=True)
+    enabled = models.BooleanField(default=True)
+    settings = models.JSONField(default=dict, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    updated_by = models.ForeignKey(
+        django_settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ToolFunctionConfig(models.Model):
+    """Per-function overrides inside a group."""
+
+    name = models.CharField(max_length=64, unique=True)
+    enabled = models.BooleanField(default=True)
+    requires_approval = models.BooleanField(default=False)
+    reasoning_for_call = models.BooleanField(
+        default=False, help_text="Ask the model to say why it calls this tool (_reasoningForCall)."
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ToolCall(models.Model):
+    """One call of one tool: its arguments, its life, its result. The card and the trace."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "queued"
+        AWAITING_APPROVAL = "awaiting_approval", "awaiting approval"
+        RUNNING = "running", "running"
+        SUCCEEDED = "succeeded", "succeeded"
+        FAILED = "failed", "failed"
+        DENIED = "denied", "denied"
+        CANCELLED = "cancelled", "cancelled"
+
+    class Source(models.TextChoices):
+        CHAT = "chat", "chat"
+        SLASH = "slash", "slash command"
+        TEST = "test", "Test button"
+        API = "api", "API"
+
+    TERMINAL = (Status.SUCCEEDED, Status.FAILED, Status.DENIED, Status.CANCELLED)
+
+    conversation = models.ForeignKey(
+        "chat_app.Conversation",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="tool_calls",
+    )
+    turn = models.ForeignKey(
+        "chat_app.Turn", null=True, blank=True, on_delete=models.CASCADE, related_name="tool_calls"
+    )
+    message = models.ForeignKey(
+        "chat_app.Message",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="tool_calls",
+    )
+    user = models.ForeignKey(
+        django_settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    source = models.CharField(max_length=8, choices=Source.choices, default=Source.CHAT)
+    call_id = models.CharField(max_length=128, blank=True)
+    index = models.PositiveIntegerField(default=0)
+    tool = models.CharField(max_length=64)
+    group = models.CharField(max_length=64, blank=True)
+    raw_arguments = models.TextField(blank=True)
+    arguments = models.JSONField(null=True, blank=True)
+    reasoning = models.TextField(blank=True)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)
+    latent = models.BooleanField(default=False)
+    policy_verdict = models.CharField(max_length=16, blank=True)
+    policy_reason = models.TextField(blank=True)
+    result = models.JSONField(null=True, blank=True)
+    output = models.TextField(blank=True)
+    error = models.TextField(blank=True)
+    cancel_requested = models.BooleanField(default=False)
+    queue = models.CharField(max_length=32, blank=True)
+    worker = models.CharField(max_length=128, blank=True)
+    sandbox_id = models.CharField(max_length=128, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    version = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["created_at", "index", "id"]
+        indexes = [
+            models.Index(fields=["status"]),
+            models.Index(fields=["tool", "created_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool}#{self.pk} ({self.status})"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in self.TERMINAL
+
+    @property
+    def status_word(self) -> str:
+        return self.Status(self.status).label
+
+    @property
+    def arguments_for_display(self) -> Any:
+        return self.arguments if self.arguments is not None else self.raw_arguments

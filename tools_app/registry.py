@@ -1,0 +1,221 @@
+"""The two registries: tools (what the model sees) and activities (what really runs).
+
+A tool is a Pydantic model. Subclassing ``BaseTool`` registers it; its name is derived from the
+class name (``CurrentTime`` → ``current_time``) unless given, its description is the docstring,
+its fields are the arguments. An activity is a function registered under a name; a tool runs
+the activity of its own name unless it names another one (``activity=...``, the seed's
+``_activity``), so several schemas can share one implementation. A tool without any activity
+is *latent*: the model itself produces its declared ``output`` (see services/latent.py).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tools_app.schema import plain_schema, strict_schema
+
+if TYPE_CHECKING:
+    from tools_app.runtime import ActivityContext, BindContext
+
+
+class GroupSettings(BaseModel):
+    """Settings every tool group has. Executors subclass it and add their own fields."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    timeout_seconds: int = Field(
+        30, ge=1, le=3600, description="Longest a call may run before it is killed (s)."
+    )
+    calls_per_minute: int = Field(
+        0, ge=0, le=10_000, description="Per-tool calls allowed per minute (0 = unlimited)."
+    )
+
+
+@dataclass(frozen=True)
+class ToolGroup:
+    name: str
+    label: str
+    description: str
+    settings_model: type[GroupSettings] = GroupSettings
+    order: int = 100
+    queue: str = "tools"
+    sandboxed: bool = False
+    tools: list[type[BaseTool]] = field(default_factory=list, compare=False, hash=False)
+
+
+GROUPS: dict[str, ToolGroup] = {}
+TOOLS: dict[str, type[BaseTool]] = {}
+ACTIVITIES: dict[str, Activity] = {}
+_lock = threading.Lock()
+
+
+def register_group(group: ToolGroup) -> ToolGroup:
+    GROUPS[group.name] = group
+    return group
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+class BaseTool(BaseModel):
+    """Base of every LLM-callable function. Subclass with class keywords::
+
+    class CurrentTime(BaseTool, group="time"):
+        '''Return the current date and time.'''
+        timezone: str = Field("UTC", description="IANA timezone name")
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    tool_name: ClassVar[str] = ""
+    tool_group: ClassVar[str] = ""
+    tool_activity: ClassVar[str | None] = None
+    tool_output: ClassVar[type[BaseModel] | None] = None
+    tool_slash: ClassVar[str | None] = None
+
+    def __init_subclass__(
+        cls,
+        *,
+        name: str | None = None,
+        group: str = "",
+        activity: str | None = None,
+        output: type[BaseModel] | None = None,
+        slash: str | None = None,
+        abstract: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        super().__init_subclass__(**kwargs)
+        if abstract:
+            return
+        cls.tool_name = name or _snake(cls.__name__)
+        cls.tool_group = group
+        cls.tool_activity = activity
+        cls.tool_output = output
+        cls.tool_slash = slash
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        if not cls.tool_name or kwargs.get("abstract"):
+            return
+        if not cls.tool_group or cls.tool_group not in GROUPS:
+            raise TypeError(f"tool {cls.tool_name}: unknown group {cls.tool_group!r}")
+        with _lock:
+            existing = TOOLS.get(cls.tool_name)
+            if existing is not None and existing.__qualname__ != cls.__qualname__:
+                raise TypeError(f"tool name {cls.tool_name!r} registered twice")
+            TOOLS[cls.tool_name] = cls
+            tools = GROUPS[cls.tool_group].tools
+            tools[:] = [t for t in tools if t.tool_name != cls.tool_name] + [cls]
+
+    # --- what the model sees ---------------------------------------------------------------
+    @classmethod
+    def description(cls) -> str:
+        return " ".join((cls.__doc__ or "").split())
+
+    @classmethod
+    def openai_schema(cls, *, strict: bool = True) -> dict[str, Any]:
+        parameters = strict_schema(cls) if strict else plain_schema(cls)
+        function: dict[str, Any] = {
+            "name": cls.tool_name,
+            "description": cls.description(),
+            "parameters": parameters,
+        }
+        if strict:
+            function["strict"] = True
+        return {"type": "function", "function": function}
+
+    @classmethod
+    def anthropic_schema(cls) -> dict[str, Any]:
+        return {
+            "name": cls.tool_name,
+            "description": cls.description(),
+            "input_schema": plain_schema(cls),
+        }
+
+    @classmethod
+    def example(cls) -> dict[str, Any]:
+        """Arguments that make a sensible first Test: field examples, then defaults."""
+        out: dict[str, Any] = {}
+        for key, info in cls.model_fields.items():
+            if info.examples:
+                out[key] = info.examples[0]
+            elif not info.is_required():
+                default = info.get_default(call_default_factory=True)
+                if default is not None:
+                    out[key] = default
+        return out
+
+    @classmethod
+    def from_shorthand(cls, text: str) -> dict[str, Any]:
+        """Arguments from a slash-command shorthand (``/shell ls -la``). JSON only by default."""
+        raise ValueError(f"/{cls.tool_name} takes JSON arguments, e.g. /{cls.tool_name} {{...}}")
+
+    # --- policy ----------------------------------------------------------------------------
+    def check_policy(self, settings: GroupSettings, ctx: BindContext) -> None:
+        """Raise PolicyDenied when the admin's settings forbid these arguments."""
+
+    def redacted_arguments(self) -> dict[str, Any]:
+        """Arguments as stored in the audit log. Tools with secrets override this."""
+        return self.model_dump(mode="json")
+
+
+Activity = Callable[[Any, "ActivityContext"], dict[str, Any]]
+
+
+def activity(name: str) -> Callable[[Activity], Activity]:
+    """Register ``fn(args, ctx) -> dict`` as the activity called ``name``."""
+
+    def decorate(fn: Activity) -> Activity:
+        ACTIVITIES[name] = fn
+        return fn
+
+    return decorate
+
+
+def activity_name(tool: type[BaseTool]) -> str:
+    return tool.tool_activity or tool.tool_name
+
+
+def resolve_activity(tool: type[BaseTool]) -> Activity | None:
+    return ACTIVITIES.get(activity_name(tool))
+
+
+def is_latent(tool: type[BaseTool]) -> bool:
+    return resolve_activity(tool) is None
+
+
+@contextmanager
+def override_activity(name: str, fn: Activity) -> Iterator[None]:
+    """Swap an activity for a test double without touching any schema."""
+    previous = ACTIVITIES.get(name)
+    ACTIVITIES[name] = fn
+    try:
+        yield
+    finally:
+        if previous is None:
+            ACTIVITIES.pop(name, None)
+        else:
+            ACTIVITIES[name] = previous
+
+
+def get_tool(name: str) -> type[BaseTool] | None:
+    return TOOLS.get(name)
+
+
+def tool_for_slash(word: str) -> type[BaseTool] | None:
+    tool = TOOLS.get(word)
+    if tool is not None:
+        return tool
+    for candidate in TOOLS.values():
+        if candidate.tool_slash == word:
+            return candidate
+    return None

@@ -1,0 +1,69 @@
+"""What binding and activities get to know about the call they are handling."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings as django_settings
+
+from tools_app.errors import ToolCancelled
+from tools_app.registry import GroupSettings
+
+
+def workspace_id_for(*, conversation_id: int | None, user_id: int | None) -> str:
+    if conversation_id is not None:
+        return f"c{conversation_id}"
+    return f"u{user_id or 0}-test"
+
+
+def workspace_dir_for(workspace_id: str) -> Path:
+    path = Path(django_settings.WORKSPACES_DIR) / workspace_id
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@dataclass
+class BindContext:
+    """Who asks for a call, from where. Policy checks read it; they never write it."""
+
+    user_id: int | None
+    conversation_id: int | None
+    source: str
+    workspace_id: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.workspace_id:
+            self.workspace_id = workspace_id_for(
+                conversation_id=self.conversation_id, user_id=self.user_id
+            )
+
+
+@dataclass
+class ActivityContext:
+    call_id: int
+    tool_name: str
+    settings: GroupSettings
+    timeout: float
+    workspace_id: str
+    conversation_id: int | None
+    user_id: int | None
+    cancel: threading.Event = field(default_factory=threading.Event)
+    emit: Callable[[str, str], None] | None = None
+    sandbox_id: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def workspace_dir(self) -> Path:
+        return workspace_dir_for(self.workspace_id)
+
+    def emit_output(self, text: str, stream: str = "stdout") -> None:
+        if text and self.emit is not None:
+            self.emit(stream, text)
+
+    def check_cancelled(self) -> None:
+        if self.cancel.is_set():
+            raise ToolCancelled()

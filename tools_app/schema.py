@@ -1,0 +1,98 @@
+"""Turn a Pydantic tool model into the JSON Schemas the providers want.
+
+``strict_schema`` follows OpenAI's strict function-calling shape: every object closes with
+``additionalProperties: false`` and lists *all* its properties as required, optional ones made
+nullable (strict mode has no optional keys). Validation stays lenient: a missing optional
+argument still takes its default, so models that ignore strict mode are not punished.
+``plain_schema`` (Anthropic ``input_schema``, the text-fallback prompt) keeps the real required
+list and defaults.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from pydantic import BaseModel
+
+# Keywords OpenAI strict mode rejects; their meaning is folded into the description.
+_STRICT_UNSUPPORTED = ("default", "examples", "title")
+
+
+def plain_schema(model: type[BaseModel]) -> dict[str, Any]:
+    raw = model.model_json_schema()
+    defs = raw.pop("$defs", {})
+    schema = _inline(raw, defs)
+    _walk(schema, strict=False)
+    return schema
+
+
+def strict_schema(model: type[BaseModel]) -> dict[str, Any]:
+    raw = model.model_json_schema()
+    defs = raw.pop("$defs", {})
+    schema = _inline(raw, defs)
+    _walk(schema, strict=True)
+    return schema
+
+
+def _inline(node: Any, defs: dict[str, Any]) -> Any:
+    if isinstance(node, dict):
+        if "$ref" in node:
+            name = node["$ref"].rsplit("/", 1)[-1]
+            target = copy.deepcopy(defs[name])
+            extra = {k: v for k, v in node.items() if k != "$ref"}
+            target.update(extra)
+            return _inline(target, defs)
+        return {k: _inline(v, defs) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_inline(v, defs) for v in node]
+    return node
+
+
+def _walk(node: Any, *, strict: bool) -> None:
+    if isinstance(node, list):
+        for item in node:
+            _walk(item, strict=strict)
+        return
+    if not isinstance(node, dict):
+        return
+    node.pop("title", None)
+    if strict:
+        default = node.pop("default", None)
+        if default is not None and "description" in node:
+            node["description"] = f"{node['description']} (default: {default!r})"
+        node.pop("examples", None)
+    if node.get("type") == "object" or "properties" in node:
+        node.setdefault("type", "object")
+        props: dict[str, Any] = node.setdefault("properties", {})
+        node["additionalProperties"] = False
+        required = set(node.get("required", []))
+        if strict:
+            for key, prop in props.items():
+                if key not in required and not _is_nullable(prop):
+                    props[key] = _nullable(prop)
+            node["required"] = list(props)
+        else:
+            node["required"] = [k for k in props if k in required]
+    for key in ("properties",):
+        for child in node.get(key, {}).values():
+            _walk(child, strict=strict)
+    for key in ("items", "anyOf", "oneOf", "allOf"):
+        if key in node:
+            _walk(node[key], strict=strict)
+
+
+def _is_nullable(prop: dict[str, Any]) -> bool:
+    if prop.get("type") == "null":
+        return True
+    if isinstance(prop.get("type"), list) and "null" in prop["type"]:
+        return True
+    return any(_is_nullable(p) for p in prop.get("anyOf", []) if isinstance(p, dict))
+
+
+def _nullable(prop: dict[str, Any]) -> dict[str, Any]:
+    description = prop.pop("description", None)
+    wrapped: dict[str, Any] = {"anyOf": [prop, {"type": "null"}]}
+    if description:
+        wrapped["description"] = description
+    return wrapped

@@ -1,0 +1,64 @@
+"""Reads: tool and group configuration as admins left it."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from pydantic import ValidationError
+
+from tools_app.models import ToolFunctionConfig, ToolGroupConfig
+from tools_app.registry import GROUPS, TOOLS, BaseTool, GroupSettings
+
+logger = logging.getLogger(__name__)
+
+
+def group_settings(name: str) -> GroupSettings:
+    """The group's validated settings; defaults for anything never saved."""
+    group = GROUPS[name]
+    config = ToolGroupConfig.objects.filter(name=name).only("settings").first()
+    stored = dict(config.settings) if config else {}
+    known = {k: v for k, v in stored.items() if k in group.settings_model.model_fields}
+    try:
+        return group.settings_model.model_validate(known)
+    except ValidationError:
+        logger.warning("stored settings of tool group %s are invalid; using defaults", name)
+        return group.settings_model()
+
+
+def group_enabled(name: str) -> bool:
+    config = ToolGroupConfig.objects.filter(name=name).only("enabled").first()
+    return config.enabled if config else True
+
+
+def function_config(name: str) -> ToolFunctionConfig:
+    config = ToolFunctionConfig.objects.filter(name=name).first()
+    return config or ToolFunctionConfig(name=name)
+
+
+def tool_disabled_reason(tool: type[BaseTool]) -> str | None:
+    if not group_enabled(tool.tool_group):
+        return f"tool {tool.tool_name!r} is disabled: its group {tool.tool_group!r} is switched off"
+    if not function_config(tool.tool_name).enabled:
+        return f"tool {tool.tool_name!r} is disabled by an administrator"
+    return None
+
+
+def enabled_tools(allowed: Iterable[str] | None = None) -> list[type[BaseTool]]:
+    """Tools offered to the model: enabled group, enabled function, and (optionally) in
+    ``allowed``. Ordered by group then name so prompts are stable."""
+    disabled_groups = set(
+        ToolGroupConfig.objects.filter(enabled=False).values_list("name", flat=True)
+    )
+    disabled_functions = set(
+        ToolFunctionConfig.objects.filter(enabled=False).values_list("name", flat=True)
+    )
+    allowed_set = set(allowed) if allowed is not None else None
+    tools = [
+        tool
+        for tool in TOOLS.values()
+        if tool.tool_group not in disabled_groups
+        and tool.tool_name not in disabled_functions
+        and (allowed_set is None or tool.tool_name in allowed_set)
+    ]
+    return sorted(tools, key=lambda t: (GROUPS[t.tool_group].order, t.tool_group, t.tool_name))

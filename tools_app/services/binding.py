@@ -1,0 +1,182 @@
+"""Binding: turn a requested call into a ToolCall that may run, or a clear refusal.
+
+Validate-then-act, in this order: the tool exists → it is enabled (and offered to this agent)
+→ the arguments are JSON → they match the schema → policy allows them → limits → approval.
+A call that fails a step is stored already finished, with ``{"success": false, "error": ...}``
+as its result, so the model reads exactly what the card shows.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+from pydantic import ValidationError
+
+from tools_app import selectors
+from tools_app.errors import PolicyDenied, ToolError
+from tools_app.models import ToolCall
+from tools_app.registry import GROUPS, TOOLS, BaseTool, get_tool, is_latent
+from tools_app.runtime import BindContext
+
+logger = logging.getLogger(__name__)
+
+REASONING_FIELD = "_reasoningForCall"
+
+
+@dataclass
+class CallRequest:
+    """A call as the model (or a person) asked for it."""
+
+    tool: str
+    arguments: str | dict[str, Any] | None
+    call_id: str = ""
+    index: int = 0
+    parse_error: str | None = None  # set by the text-fallback parser for malformed calls
+
+
+class _Refused(Exception):
+    def __init__(self, status: str, error: str, *, verdict: str = "") -> None:
+        super().__init__(error)
+        self.status = status
+        self.error = error
+        self.verdict = verdict
+
+
+def format_validation_error(tool: str, exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err.get("loc", ())) or "(arguments)"
+        kind = err.get("type", "")
+        if kind == "missing":
+            parts.append(f"'{loc}' is required")
+        elif kind == "extra_forbidden":
+            parts.append(f"'{loc}' is not an argument of {tool}")
+        else:
+            msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+            parts.append(f"'{loc}': {msg}")
+    return f"invalid arguments for {tool}: " + "; ".join(parts)
+
+
+def _parse_arguments(request: CallRequest) -> dict[str, Any]:
+    if request.parse_error:
+        raise _Refused(ToolCall.Status.FAILED, request.parse_error)
+    raw = request.arguments
+    if raw is None or raw == "":
+        return {}
+    if isinstance(raw, dict):
+        return dict(raw)
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise _Refused(
+            ToolCall.Status.FAILED,
+            f"arguments for {request.tool} are not valid JSON: {exc.msg} at position {exc.pos}",
+        ) from exc
+    if not isinstance(value, dict):
+        raise _Refused(
+            ToolCall.Status.FAILED,
+            f"arguments for {request.tool} must be a JSON object, got {type(value).__name__}",
+        )
+    return value
+
+
+def _lookup(request: CallRequest, allowed_tools: set[str] | None) -> type[BaseTool]:
+    tool = get_tool(request.tool)
+    offered = sorted(TOOLS if allowed_tools is None else allowed_tools & set(TOOLS))
+    if tool is None:
+        raise _Refused(
+            ToolCall.Status.FAILED,
+            f"unknown tool {request.tool!r}; available tools: {', '.join(offered) or 'none'}",
+        )
+    if allowed_tools is not None and tool.tool_name not in allowed_tools:
+        raise _Refused(
+            ToolCall.Status.DENIED,
+            f"tool {tool.tool_name!r} is not available to this agent",
+            verdict="denied",
+        )
+    reason = selectors.tool_disabled_reason(tool)
+    if reason:
+        raise _Refused(ToolCall.Status.DENIED, reason, verdict="denied")
+    return tool
+
+
+def toolcall_bind(
+    *,
+    request: CallRequest,
+    ctx: BindContext,
+    turn_id: int | None = None,
+    message_id: int | None = None,
+    allowed_tools: Iterable[str] | None = None,
+) -> ToolCall:
+    """Create the ToolCall for ``request``: ``queued`` (or ``awaiting_approval``) when it may
+    run, already terminal when it may not. Dispatching is the caller's next step."""
+    call = ToolCall(
+        conversation_id=ctx.conversation_id,
+        turn_id=turn_id,
+        message_id=message_id,
+        user_id=ctx.user_id,
+        source=ctx.source,
+        call_id=request.call_id,
+        index=request.index,
+        tool=request.tool,
+        raw_arguments=(
+            request.arguments
+            if isinstance(request.arguments, str)
+            else json.dumps(request.arguments or {})
+        ),
+    )
+    allowed = set(allowed_tools) if allowed_tools is not None else None
+    try:
+        tool = _lookup(request, allowed)
+        call.group = tool.tool_group
+        call.queue = GROUPS[tool.tool_group].queue
+        arguments = _parse_arguments(request)
+        call.reasoning = str(arguments.pop(REASONING_FIELD, "") or "")
+        call.arguments = arguments
+        try:
+            validated = tool.model_validate(arguments)
+        except ValidationError as exc:
+            raise _Refused(
+                ToolCall.Status.FAILED, format_validation_error(tool.tool_name, exc)
+            ) from None
+        call.arguments = validated.redacted_arguments()
+        settings = selectors.group_settings(tool.tool_group)
+        try:
+            validated.check_policy(settings, ctx)
+        except PolicyDenied as exc:
+            raise _Refused(
+                ToolCall.Status.DENIED, f"policy: {exc.reason}", verdict="denied"
+            ) from None
+        except ToolError as exc:
+            raise _Refused(ToolCall.Status.FAILED, exc.message) from None
+        call.policy_verdict = "allowed"
+        call.latent = is_latent(tool)
+        if selectors.function_config(tool.tool_name).requires_approval:
+            call.status = ToolCall.Status.AWAITING_APPROVAL
+        else:
+            call.status = ToolCall.Status.QUEUED
+    except _Refused as refused:
+        call.status = refused.status
+        call.error = refused.error
+        call.policy_verdict = refused.verdict
+        if refused.verdict == "denied":
+            call.policy_reason = refused.error
+        call.result = {"success": False, "error": refused.error}
+        call.finished_at = timezone.now()
+        call.duration_ms = 0
+    call.save()
+    return call
+
+
+def toolcall_dispatch(call: ToolCall) -> None:
+    """Queue a bound call on its Celery queue once the surrounding transaction commits."""
+    from tools_app.tasks import run_tool_call
+
+    queue = call.queue or "tools"
+    transaction.on_commit(lambda: run_tool_call.apply_async((call.pk,), queue=queue))
