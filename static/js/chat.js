@@ -174,14 +174,12 @@ stopButton.addEventListener("click", () => {
   socket?.send(JSON.stringify({ action: "stop" }));
 });
 
-// Remember which collapsible parts the person opened or closed themselves.
-messages.addEventListener(
-  "toggle",
-  (event) => {
-    if (event.target.tagName === "DETAILS") event.target.dataset.touched = "1";
-  },
-  true,
-);
+// Remember which collapsible parts the person opened or closed themselves. (Not the toggle
+// event: it also fires when a fragment arrives with `open` set.)
+messages.addEventListener("click", (event) => {
+  const details = event.target.closest("summary")?.parentElement;
+  if (details?.tagName === "DETAILS") details.dataset.touched = "1";
+});
 
 setRunning(running);
 messages.scrollTop = messages.scrollHeight;

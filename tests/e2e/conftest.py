@@ -1,0 +1,125 @@
+"""End-to-end fixtures: the real app server process and real Chromium driven by Playwright.
+
+The server is started the way an operator starts it (``manage.py serve``) on the test
+database; in distributed mode it runs next to the separate worker process. The browser is
+Playwright's own Chromium when installed, else ``CHROMIUM_PATH`` (default /usr/bin/chromium).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings
+
+from tests.conftest import ROOT, child_env
+from tests.helpers import require, wait_for
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url + "/healthz", timeout=1) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="session")
+def app_server(django_db_setup: Any, worker_process: Any) -> Iterator[str]:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    args = [sys.executable, "manage.py", "serve", "--port", str(port)]
+    log_path = Path(settings.VAR_DIR) / "test-server.log"
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(
+            args, cwd=ROOT, env=child_env(), stdout=log, stderr=subprocess.STDOUT
+        )
+        try:
+            wait_for(
+                lambda: proc.poll() is not None or _healthy(url),
+                timeout=60,
+                message="the app server to answer /healthz",
+            )
+            assert proc.poll() is None, f"app server exited; see {log_path}"
+            yield url
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def chromium_executable() -> str | None:
+    configured = os.environ.get("CHROMIUM_PATH")
+    if configured:
+        return configured
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        bundled = p.chromium.executable_path
+    if bundled and Path(bundled).exists():
+        return None  # Playwright's own browser
+    return shutil.which("chromium") or shutil.which("chromium-browser") or "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    executable = chromium_executable()
+    require(executable is None or Path(executable).exists(), f"Chromium not found at {executable}")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser: Any, app_server: str, request: pytest.FixtureRequest) -> Iterator[Any]:
+    context = browser.new_context(base_url=app_server, viewport={"width": 1280, "height": 860})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(f"page error: {exc}"))
+    page.on("console", lambda m: errors.append(f"console: {m.text}") if m.type == "error" else None)
+    yield page
+    context.close()
+    if request.node.get_closest_marker("expect_http_errors"):
+        errors = [e for e in errors if "Failed to load resource" not in e]
+    assert not errors, f"JavaScript errors in the page: {errors}"
+
+
+def login(page: Any, username: str, password: str) -> None:
+    page.goto("/accounts/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(lambda url: "/accounts/login/" not in url)
+
+
+def wait_connected(page: Any) -> None:
+    page.wait_for_function("document.getElementById('chat')?.dataset.connected === 'true'")

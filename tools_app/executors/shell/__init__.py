@@ -1,0 +1,1 @@
+"""Shell: run command lines in the sandbox, after ``policy`` has checked every program in them."""
