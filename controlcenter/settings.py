@@ -85,6 +85,7 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "controlcenter.context_processors.app",
             ],
+            "builtins": ["template_partials.templatetags.partials"],
         },
     },
 ]

@@ -9,6 +9,7 @@ twice a second, so a reload mid-turn shows what was said so far and keeps stream
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from dataclasses import dataclass, field
@@ -261,10 +262,15 @@ async def _consume(
                 return event
         raise ProviderError("the model's stream ended without a reply")
 
+    stopped = asyncio.Event()
+
     async def flush_tokens() -> None:
+        # Never cancelled mid-publish (a cancelled group_send loses its message): it is
+        # asked to stop and does one last flush.
         last_persist = time.monotonic()
-        while True:
-            await asyncio.sleep(TOKEN_FLUSH_SECONDS)
+        while not stopped.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stopped.wait(), TOKEN_FLUSH_SECONDS)
             await _flush(state)
             if time.monotonic() - last_persist >= PERSIST_SECONDS and state.persisted < len(
                 state.text
@@ -284,24 +290,21 @@ async def _consume(
         if watcher in done and reader not in done:
             reader.cancel()
             await asyncio.gather(reader, return_exceptions=True)
-            await _flush(state)
             raise _Cancelled()
-        reply = reader.result()
-        # Replies are assembled by the provider; the streamed text is what people saw.
-        state.text = reply.text or state.text
-        await _flush(state)
-        return reply
+        return reader.result()
     finally:
-        for task in (flusher, watcher):
-            task.cancel()
+        watcher.cancel()
+        stopped.set()
         await asyncio.gather(flusher, watcher, return_exceptions=True)
 
 
 async def _flush(state: _Stream) -> None:
+    # Only the flusher task calls this, so chunks go out in order with exact offsets.
     if not state.pending:
         return
     text = "".join(state.pending)
     state.pending.clear()
+
     offset = state.sent
     state.sent += len(text)
     await token_publish(

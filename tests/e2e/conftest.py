@@ -86,7 +86,9 @@ def chromium_executable() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser") or "/usr/bin/chromium"
 
 
-@pytest.fixture(scope="session")
+# Module scope, not session: Playwright's sync API keeps an event loop running in the main
+# thread while it is alive, which breaks sync Django code (async_to_sync) in later tests.
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 

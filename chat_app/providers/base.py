@@ -1,0 +1,263 @@
+"""The provider contract: plain dataclasses in, a stream of events out.
+
+The agent loop only ever sees these types, never an SDK object, so the two adapters
+(``openai_provider``, ``anthropic_provider``) can differ inside without the loop caring.
+
+Conventions shared by both adapters:
+
+* ``stream()`` yields ``TextDelta`` and ``ToolCallStarted`` while the reply arrives and always
+  ends with exactly one ``ModelReply``. Wrap the iteration in ``contextlib.aclosing`` if you
+  may stop early without cancelling, so the HTTP response is closed at once.
+* ``ModelReply.stop_reason`` is the provider's own word (``stop``/``tool_calls``/``length`` for
+  OpenAI-compatible servers, ``end_turn``/``tool_use``/``max_tokens`` for Anthropic). Decide on
+  ``tool_calls`` being non-empty, not on the stop reason.
+* ``ModelReply.usage`` holds ``input_tokens`` and ``output_tokens`` when the server reports them.
+* ``ToolCallStarted.index`` counts tool calls within the reply (0, 1, ...) for both providers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+import jsonschema
+
+
+@dataclass
+class ToolSpec:
+    name: str
+    description: str
+    parameters: dict[str, Any]  # JSON Schema of the arguments object
+    strict: bool = False
+
+
+@dataclass
+class ToolCallRequest:
+    id: str
+    name: str
+    arguments: str  # raw JSON text exactly as the model produced it; may be invalid JSON
+
+
+@dataclass
+class ChatMessage:
+    role: Literal["user", "assistant", "tool"]
+    content: str = ""
+    tool_calls: list[ToolCallRequest] = field(default_factory=list)  # assistant only
+    tool_call_id: str | None = None  # tool only
+    name: str | None = None  # tool only: the tool's name
+    is_error: bool = False  # tool only
+
+
+@dataclass
+class TextDelta:
+    text: str
+
+
+@dataclass
+class ToolCallStarted:
+    index: int
+    id: str
+    name: str
+
+
+@dataclass
+class ModelReply:
+    text: str
+    tool_calls: list[ToolCallRequest]
+    stop_reason: str | None
+    usage: dict[str, int]
+
+
+StreamEvent = TextDelta | ToolCallStarted | ModelReply
+
+
+class ProviderError(Exception):
+    """The LLM call failed; ``message`` is meant to be shown to a person as is."""
+
+    def __init__(self, message: str, *, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status_code = status_code
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class ToolsNotSupported(ProviderError):
+    """The endpoint refused the ``tools`` parameter: the caller may retry in text-fallback mode."""
+
+
+class LLMProvider(ABC):
+    kind: ClassVar[str]
+    # Anthropic requires max_tokens; OpenAI-compatible servers get it only when asked.
+    default_max_tokens: ClassVar[int] = 4096
+
+    def __init__(self, *, base_url: str, api_key: str, model: str, timeout: float = 120.0) -> None:
+        self.base_url = base_url
+        self.api_key = api_key
+        self.model = model
+        self.timeout = timeout
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.model} at {self.base_url}>"
+
+    # Declared as a plain method returning an async iterator so that subclasses can implement
+    # it as an ``async def`` generator.
+    @abstractmethod
+    def stream(
+        self,
+        *,
+        system: str,
+        messages: list[ChatMessage],
+        tools: list[ToolSpec] | None,
+        max_tokens: int | None = None,
+    ) -> AsyncIterator[StreamEvent]:
+        """Stream one model reply; the last item is the assembled ``ModelReply``."""
+
+    @abstractmethod
+    async def complete_json(
+        self, *, system: str, messages: list[ChatMessage], schema: dict[str, Any], name: str
+    ) -> dict[str, Any]:
+        """Ask for one JSON object matching ``schema`` (non-streaming)."""
+
+
+# --- helpers shared by the adapters -------------------------------------------------------
+
+# An error only counts as "tools unsupported" when it names tools AND refuses something: a
+# 400 such as "messages with role 'tool' must follow 'tool_calls'" names tools too, but is a
+# bug in the history we sent, and falling back to text mode would hide it.
+_TOOL_WORDS = re.compile(
+    r"\btools\b|\btool[ _-]?(choice|calling|calls? support|use)\b|\bfunction[ _-]?calling\b",
+    re.IGNORECASE,
+)
+_REFUSAL_WORDS = re.compile(
+    r"not support|unsupported|requires|not (allowed|permitted|enabled|available)"
+    r"|unrecogni[sz]ed|unknown|unexpected|extra (inputs|fields)",
+    re.IGNORECASE,
+)
+TOOLS_UNSUPPORTED_STATUSES = frozenset({400, 404, 422, 500, 501})
+
+
+def looks_like_tools_unsupported(status_code: int | None, error_text: str) -> bool:
+    """Does this HTTP error say the server cannot take the ``tools`` parameter?
+
+    Known wordings: Ollama "... does not support tools", vLLM '"auto" tool choice requires
+    --enable-auto-tool-choice', llama.cpp "tools param requires --jinja flag", FastAPI-style
+    422 "Extra inputs are not permitted" at ``["body", "tools"]``.
+    """
+    if status_code not in TOOLS_UNSUPPORTED_STATUSES:
+        return False
+    return bool(_TOOL_WORDS.search(error_text) and _REFUSAL_WORDS.search(error_text))
+
+
+def error_body_text(body: object, fallback: str) -> str:
+    """The human part of an error body, whatever shape the server chose."""
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, str):
+            return inner
+        if isinstance(inner, dict):
+            for key in ("message", "msg", "detail"):
+                value = inner.get(key)
+                if isinstance(value, str) and value:
+                    return value
+            if "detail" in inner:  # FastAPI validation errors: a list of {loc, msg}
+                return json.dumps(inner["detail"], ensure_ascii=False)
+        return json.dumps(body, ensure_ascii=False)[:500]
+    if isinstance(body, str) and body.strip():
+        return body.strip()[:500]
+    return fallback
+
+
+def status_error(
+    status_code: int, detail: str, *, base_url: str, model: str, tools_sent: bool
+) -> ProviderError:
+    """Turn an HTTP error status into a typed error with words an admin can act on."""
+    if tools_sent and looks_like_tools_unsupported(status_code, detail):
+        return ToolsNotSupported(
+            f"the LLM does not accept tool definitions ({status_code}): {detail}",
+            status_code=status_code,
+        )
+    if status_code == 401:
+        message = f"the LLM rejected the API key (401): {detail}"
+    elif status_code == 403:
+        message = f"the LLM refused access (403): {detail}"
+    elif status_code == 404:
+        message = f"the LLM at {base_url} has no such endpoint or model {model!r} (404): {detail}"
+    elif status_code == 429:
+        message = f"the LLM is rate limiting or out of quota (429): {detail}"
+    elif status_code >= 500:
+        message = f"the LLM server failed ({status_code}): {detail}"
+    else:
+        message = f"the LLM rejected the request ({status_code}): {detail}"
+    return ProviderError(message, status_code=status_code)
+
+
+def connection_error(
+    exc: BaseException, *, base_url: str, timeout: float, midway: bool = False
+) -> ProviderError:
+    """Describe a transport failure by its root cause ("connection refused", ...).
+
+    ``midway``: the reply had started arriving, so the server was reachable and then broke off.
+    """
+    chain = _exception_chain(exc)
+    if any(_is_timeout(e) for e in chain):
+        if midway:
+            return ProviderError(
+                f"the LLM at {base_url} stopped sending for {timeout:g} s mid-reply"
+            )
+        return ProviderError(f"the LLM at {base_url} did not answer within {timeout:g} s")
+    if any(isinstance(e, ConnectionRefusedError) for e in chain):
+        text = "connection refused"
+    elif any(isinstance(e, socket.gaierror) for e in chain):
+        text = "the host name does not resolve"
+    else:
+        text = re.sub(r"^\[Errno -?\d+\]\s*", "", str(chain[-1])).strip()
+        text = text or type(chain[-1]).__name__
+        text = text[:1].lower() + text[1:]
+    if midway:
+        return ProviderError(f"the connection to the LLM at {base_url} broke mid-reply: {text}")
+    return ProviderError(f"cannot reach the LLM at {base_url}: {text}")
+
+
+def _exception_chain(exc: BaseException) -> list[BaseException]:
+    # SDK errors wrap httpx errors, which wrap OS errors, sometimes only as __context__.
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    return isinstance(exc, TimeoutError) or "timeout" in type(exc).__name__.lower()
+
+
+def parse_json_reply(value: str | dict[str, Any] | None, schema: dict[str, Any]) -> dict[str, Any]:
+    """Parse (if needed) and validate a structured reply; raise ProviderError if unusable."""
+    if isinstance(value, str):
+        text = value.strip()
+        # Models without real structured output like to wrap JSON in a code fence.
+        fenced = re.fullmatch(r"```[\w-]*\s*\n(.*)\n\s*```", text, re.DOTALL)
+        if fenced:
+            text = fenced.group(1)
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ProviderError(f"the LLM's structured reply is not valid JSON: {exc}") from exc
+    if not isinstance(value, dict):
+        raise ProviderError("the LLM's structured reply is not a JSON object")
+    try:
+        jsonschema.validate(value, schema)
+    except jsonschema.ValidationError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
+        raise ProviderError(
+            f"the LLM's structured reply does not match the schema at {where}: {exc.message}"
+        ) from exc
+    return value

@@ -1,0 +1,267 @@
+"""Adapter for OpenAI Chat Completions and every server that copies it (Ollama, vLLM,
+llama.cpp, LM Studio, OpenRouter, ...).
+
+A fresh SDK client is opened per call and closed by ``async with``: the agent loop runs in
+different event loops (web process, Celery workers) and a pooled client is bound to the loop
+that created it. Closing also guarantees a cancelled stream drops its HTTP connection.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import openai
+from openai.types.chat import ChatCompletionChunk
+from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
+
+from chat_app.providers.base import (
+    ChatMessage,
+    LLMProvider,
+    ModelReply,
+    ProviderError,
+    StreamEvent,
+    TextDelta,
+    ToolCallRequest,
+    ToolCallStarted,
+    ToolSpec,
+    connection_error,
+    error_body_text,
+    parse_json_reply,
+    status_error,
+)
+
+
+@dataclass
+class _PartialCall:
+    id: str = ""
+    name: str = ""
+    arguments: str = ""
+    announced: bool = False
+
+
+class OpenAIProvider(LLMProvider):
+    kind = "openai"
+
+    def _client(self) -> openai.AsyncOpenAI:
+        # Local servers need no key, but the SDK refuses to start without one.
+        return openai.AsyncOpenAI(
+            base_url=self.base_url,
+            api_key=self.api_key or "not-needed",
+            timeout=self.timeout,
+            max_retries=0,
+        )
+
+    async def stream(
+        self,
+        *,
+        system: str,
+        messages: list[ChatMessage],
+        tools: list[ToolSpec] | None,
+        max_tokens: int | None = None,
+    ) -> AsyncIterator[StreamEvent]:
+        request: dict[str, Any] = {
+            "model": self.model,
+            "messages": to_openai_messages(system, messages),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if tools:
+            request["tools"] = [to_openai_tool(t) for t in tools]
+        if max_tokens is not None:
+            request["max_tokens"] = max_tokens
+
+        assembler = _ChunkAssembler()
+        try:
+            async with self._client() as client:
+                chunks = await client.chat.completions.create(**request)
+                async with chunks:
+                    async for chunk in chunks:
+                        for event in assembler.feed(chunk):
+                            yield event
+        except openai.APIStatusError as exc:
+            raise self._status_error(exc, tools_sent=bool(tools)) from exc
+        except openai.APIConnectionError as exc:
+            raise connection_error(
+                exc, base_url=self.base_url, timeout=self.timeout, midway=assembler.started
+            ) from exc
+        except openai.APIError as exc:  # an error event inside the stream
+            raise ProviderError(f"the LLM reported an error mid-reply: {exc.message}") from exc
+        yield assembler.reply()
+
+    async def complete_json(
+        self, *, system: str, messages: list[ChatMessage], schema: dict[str, Any], name: str
+    ) -> dict[str, Any]:
+        request: dict[str, Any] = {
+            "model": self.model,
+            "messages": to_openai_messages(system, messages),
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": name, "schema": schema},
+            },
+        }
+        try:
+            async with self._client() as client:
+                try:
+                    completion = await client.chat.completions.create(**request)
+                except openai.APIStatusError as exc:
+                    refused = str(exc).lower()
+                    if exc.status_code not in (400, 422) or not (
+                        "response_format" in refused or "json_schema" in refused
+                    ):
+                        raise
+                    # Older compatible servers lack json_schema: ask in words instead and let
+                    # the schema check below catch a model that does not comply.
+                    del request["response_format"]
+                    request["messages"] = to_openai_messages(
+                        f"{system}\n\nAnswer with only a JSON object matching this JSON Schema:\n"
+                        f"{json.dumps(schema, ensure_ascii=False)}",
+                        messages,
+                    )
+                    completion = await client.chat.completions.create(**request)
+        except openai.APIStatusError as exc:
+            raise self._status_error(exc, tools_sent=False) from exc
+        except openai.APIConnectionError as exc:
+            raise connection_error(exc, base_url=self.base_url, timeout=self.timeout) from exc
+        except openai.APIError as exc:
+            raise ProviderError(f"the LLM reported an error: {exc.message}") from exc
+        if not completion.choices:
+            raise ProviderError("the LLM returned no choices")
+        return parse_json_reply(completion.choices[0].message.content, schema)
+
+    def _status_error(self, exc: openai.APIStatusError, *, tools_sent: bool) -> ProviderError:
+        return status_error(
+            exc.status_code,
+            error_body_text(exc.body, exc.message),
+            base_url=self.base_url,
+            model=self.model,
+            tools_sent=tools_sent,
+        )
+
+
+class _ChunkAssembler:
+    """Builds the reply from ``chat.completion.chunk`` objects."""
+
+    def __init__(self) -> None:
+        self.started = False  # any event arrived: later transport errors broke a live reply
+        self.text: list[str] = []
+        self.calls: dict[int, _PartialCall] = {}
+        self.finish_reason: str | None = None
+        self.usage: dict[str, int] = {}
+
+    def feed(self, chunk: ChatCompletionChunk) -> Iterator[TextDelta | ToolCallStarted]:
+        self.started = True
+        if chunk.usage is not None:
+            self.usage = {
+                "input_tokens": chunk.usage.prompt_tokens,
+                "output_tokens": chunk.usage.completion_tokens,
+            }
+        for choice in chunk.choices[:1]:  # we never ask for n > 1
+            delta = choice.delta
+            if delta.content:
+                self.text.append(delta.content)
+                yield TextDelta(delta.content)
+            for position, tool_delta in enumerate(delta.tool_calls or []):
+                started = self._merge(tool_delta, position)
+                if started is not None:
+                    yield started
+            if choice.finish_reason:
+                self.finish_reason = choice.finish_reason
+
+    def _merge(self, delta: ChoiceDeltaToolCall, position: int) -> ToolCallStarted | None:
+        # Deltas of parallel calls may interleave; only ``index`` ties them together, and
+        # id/name usually arrive in a call's first delta only.
+        index = delta.index if isinstance(getattr(delta, "index", None), int) else position
+        call = self.calls.setdefault(index, _PartialCall())
+        if delta.id and not call.id:
+            call.id = delta.id
+        if delta.function is not None:
+            if delta.function.name and not call.name:
+                call.name = delta.function.name
+            if delta.function.arguments:
+                call.arguments += delta.function.arguments
+        if call.name and not call.announced:
+            call.announced = True
+            call.id = call.id or _synthetic_id()
+            return ToolCallStarted(index=index, id=call.id, name=call.name)
+        return None
+
+    def reply(self) -> ModelReply:
+        if self.finish_reason is None:
+            # A stream that stops without a finish_reason was cut off (server crash, proxy
+            # timeout); passing the half reply on as complete would silently lose data.
+            raise ProviderError("the LLM stream ended before the reply was complete")
+        return ModelReply(
+            text="".join(self.text),
+            tool_calls=[
+                ToolCallRequest(id=c.id or _synthetic_id(), name=c.name, arguments=c.arguments)
+                for _, c in sorted(self.calls.items())
+            ],
+            stop_reason=self.finish_reason,
+            usage=self.usage,
+        )
+
+
+def _synthetic_id() -> str:
+    # A few servers omit ids; the history still needs one to pair calls with results.
+    return f"call_{uuid.uuid4().hex[:24]}"
+
+
+def to_openai_tool(tool: ToolSpec) -> dict[str, Any]:
+    function: dict[str, Any] = {
+        "name": tool.name,
+        "description": tool.description,
+        "parameters": tool.parameters,
+    }
+    if tool.strict:  # only when asked: some compatible servers reject unknown keys
+        function["strict"] = True
+    return {"type": "function", "function": function}
+
+
+def to_openai_messages(system: str, messages: list[ChatMessage]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    if system:
+        out.append({"role": "system", "content": system})
+    for message in messages:
+        if message.role == "tool":
+            out.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": message.tool_call_id or "",
+                    "content": message.content,
+                }
+            )
+        elif message.role == "assistant" and message.tool_calls:
+            out.append(
+                {
+                    "role": "assistant",
+                    "content": message.content,
+                    "tool_calls": [
+                        {
+                            "id": call.id,
+                            "type": "function",
+                            "function": {
+                                "name": call.name,
+                                "arguments": _valid_json_or_empty(call.arguments),
+                            },
+                        }
+                        for call in message.tool_calls
+                    ],
+                }
+            )
+        else:
+            out.append({"role": message.role, "content": message.content})
+    return out
+
+
+def _valid_json_or_empty(arguments: str) -> str:
+    # Servers that render history through a chat template (Ollama, vLLM) parse the arguments
+    # and fail the whole request on broken JSON; the tool result already tells the model.
+    try:
+        json.loads(arguments)
+    except (json.JSONDecodeError, TypeError):
+        return "{}"
+    return arguments
