@@ -101,7 +101,14 @@ _sqlite_options = {
 _database_url = envstr("DATABASE_URL")
 if _database_url:
     try:
-        DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=0)}
+        DATABASES = {
+            "default": dj_database_url.parse(
+                _database_url,
+                # Workers run many short tasks; reconnecting for each costs milliseconds.
+                conn_max_age=envint("DB_CONN_MAX_AGE", 60, minimum=0),
+                conn_health_checks=True,
+            )
+        }
     except ValueError as exc:
         raise ImproperlyConfigured(f"DATABASE_URL is not a valid database URL: {exc}") from exc
     if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
@@ -169,6 +176,7 @@ USE_TZ = True
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "static"
+STATIC_ROOT.mkdir(exist_ok=True)  # whitenoise warns about a missing directory
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 SESSION_COOKIE_HTTPONLY = True

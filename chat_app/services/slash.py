@@ -38,6 +38,7 @@ def _arguments(tool: type[BaseTool], rest: str) -> tuple[str | dict[str, object]
 def slash_run(*, conversation: Conversation, user_id: int, text: str) -> Turn | None:
     word, _, rest = text[1:].partition(" ")
     word = word.strip()
+    call = None
     with transaction.atomic():
         user_message = Message.objects.create(
             conversation=conversation, role=Message.Role.USER, content=text
@@ -69,14 +70,15 @@ def slash_run(*, conversation: Conversation, user_id: int, text: str) -> Turn | 
                 turn_id=turn.pk,
                 message_id=user_message.pk,
             )
-            if not call.is_terminal and call.status == call.Status.QUEUED:
-                toolcall_dispatch(call)
             reply = None
     message_publish(user_message)
     if reply is not None:
         message_publish(reply)
-    if turn is not None:
+    if turn is not None and call is not None:
         turn_publish(turn)
+        # Dispatched only now: the page must know the message before its card changes.
+        if call.status == call.Status.QUEUED:
+            toolcall_dispatch(call)
         from chat_app.services.turns import turn_advance
 
         turn_advance(turn.pk)

@@ -69,19 +69,22 @@ def conversation_touch(conversation: Conversation, *, first_text: str = "") -> N
 
 def turn_finish(turn: Turn, *, status: str, error: str = "", notice: str = "") -> bool:
     """Finish a running turn exactly once; optionally leave a notice for the person."""
-    done = Turn.objects.filter(pk=turn.pk, status=Turn.Status.RUNNING).update(
-        status=status, phase=Turn.Phase.DONE, finished_at=timezone.now(), error=error
-    )
-    if not done:
-        return False
-    turn.refresh_from_db()
-    if notice:
-        message = Message.objects.create(
-            conversation_id=turn.conversation_id,
-            turn=turn,
-            role=Message.Role.NOTICE,
-            content=notice,
+    with transaction.atomic():
+        done = Turn.objects.filter(pk=turn.pk, status=Turn.Status.RUNNING).update(
+            status=status, phase=Turn.Phase.DONE, finished_at=timezone.now(), error=error
         )
+        if not done:
+            return False
+        message = None
+        if notice:  # written with the status, so whoever sees the turn finished sees it too
+            message = Message.objects.create(
+                conversation_id=turn.conversation_id,
+                turn=turn,
+                role=Message.Role.NOTICE,
+                content=notice,
+            )
+    turn.refresh_from_db()
+    if message is not None:
         message_publish(message)
     turn_publish(turn)
     return True

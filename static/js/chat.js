@@ -66,6 +66,17 @@ function upsert(existing, incoming, insert) {
   return incoming;
 }
 
+// A card may have arrived before its message (events from different workers race). The
+// message fragment carries its own copy of the card: keep whichever version is newer, once.
+function adoptNewerCards(incomingMessage) {
+  incomingMessage.querySelectorAll(".toolcall").forEach((copy) => {
+    const live = document.getElementById(copy.id);
+    if (!live) return;
+    if (Number(live.dataset.version) > Number(copy.dataset.version)) copy.replaceWith(live);
+    else live.remove();
+  });
+}
+
 function appendChunk(element, offset, text) {
   if (!element) return;
   const length = Number(element.dataset.len || 0);
@@ -85,7 +96,9 @@ const handlers = {
   message(event) {
     keepScrolled(() => {
       messages.querySelector(".empty-state")?.remove();
-      upsert(document.getElementById(`message-${event.id}`), fragment(event.html), (el) =>
+      const incoming = fragment(event.html);
+      adoptNewerCards(incoming);
+      upsert(document.getElementById(`message-${event.id}`), incoming, (el) =>
         messages.append(el),
       );
     });

@@ -1,0 +1,58 @@
+# Control Center — the two commands are `make run` and `make test`.
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+HOST ?= 127.0.0.1
+PORT ?= 8000
+TEST_REDIS_URL ?= redis://127.0.0.1:6379/13
+TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/controlcenter
+PYTEST_ARGS ?=
+
+.PHONY: run setup test test-embedded test-distributed bench sandbox-image lint typecheck worker clean
+
+$(BIN)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@
+
+## set up (venv, packages, database, first admin) and start in embedded mode
+run: setup
+	$(BIN)/python manage.py serve --host $(HOST) --port $(PORT)
+
+setup: $(BIN)/.installed
+	$(BIN)/python manage.py migrate --noinput -v 0
+	$(BIN)/python manage.py ensure_admin
+
+## the whole suite: everything in embedded mode, then the mode-sensitive tests distributed
+test: test-embedded test-distributed
+
+test-embedded: $(BIN)/.installed
+	env -u REDIS_URL -u DATABASE_URL CC_VAR_DIR=var/test-embedded \
+		$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test-distributed: $(BIN)/.installed
+	CC_VAR_DIR=var/test-distributed REDIS_URL=$(TEST_REDIS_URL) \
+		DATABASE_URL=$(TEST_DATABASE_URL) $(BIN)/python -m pytest -m modes $(PYTEST_ARGS)
+
+## a distributed-mode worker (web: REDIS_URL=... make run)
+worker: $(BIN)/.installed
+	$(BIN)/celery -A controlcenter worker -Q agent,tools,browser -l INFO
+
+## benchmarks → bench/results/latest.json
+bench: $(BIN)/.installed
+	$(BIN)/python -m bench
+
+## the sandbox image, built without a registry (debootstrap + docker import)
+sandbox-image:
+	bash docker/build-sandbox-image.sh
+
+lint: $(BIN)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(BIN)/.installed
+	$(BIN)/mypy controlcenter chat_app tools_app
+
+clean:
+	rm -rf var/test-embedded var/test-distributed .pytest_cache

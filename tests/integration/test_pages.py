@@ -1,0 +1,102 @@
+"""Pages, setup commands and deployment files."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+
+from chat_app.models import Provider
+from tests.conftest import ROOT
+from tests.helpers import require
+
+
+@pytest.mark.modes
+def test_healthz_reports_mode_and_services_without_secrets(worker, client, provider):
+    provider.api_key = "sk-very-secret"
+    provider.save()
+    response = client.get("/healthz")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["mode"] == worker
+    assert body["database"]["ok"] and body["channel_layer"]["ok"]
+    assert body["provider"]["configured"] is True
+    assert "sk-very-secret" not in response.content.decode()
+
+
+def test_every_page_needs_a_login_except_healthz(client, db):
+    assert client.get("/").status_code == 302
+    assert client.get("/c/1/").url.startswith("/accounts/login/")
+    assert client.get("/accounts/login/").status_code == 200
+
+
+def test_ensure_admin_uses_the_environment(monkeypatch, db):
+    monkeypatch.setenv("DJANGO_SUPERUSER_USERNAME", "boss")
+    monkeypatch.setenv("DJANGO_SUPERUSER_PASSWORD", "boss-password-1")
+    call_command("ensure_admin")
+    call_command("ensure_admin")  # idempotent
+    admin = get_user_model().objects.get(username="boss")
+    assert admin.is_superuser and admin.check_password("boss-password-1")
+
+
+def test_ensure_admin_generates_and_prints_a_password_once(monkeypatch, db, capsys):
+    monkeypatch.delenv("DJANGO_SUPERUSER_USERNAME", raising=False)
+    monkeypatch.delenv("DJANGO_SUPERUSER_PASSWORD", raising=False)
+    call_command("ensure_admin")
+    first = capsys.readouterr().out
+    call_command("ensure_admin")
+    assert "with password:" in first and capsys.readouterr().out == ""
+    password = first.split("with password:")[1].split()[0]
+    assert get_user_model().objects.get(username="admin").check_password(password)
+
+
+def test_the_default_provider_is_seeded_from_the_environment(settings, db):
+    from chat_app.services.providers import provider_default, provider_seed_from_env
+
+    settings.LLM = {
+        "provider": "anthropic",
+        "base_url": "",
+        "api_key": "k",
+        "model": "claude",
+        "native_tools": "auto",
+        "timeout": 30.0,
+    }
+    provider_seed_from_env()
+    provider_seed_from_env()
+    assert Provider.objects.count() == 1
+    assert provider_default().kind == "anthropic"
+
+
+def test_the_provider_api_key_is_write_only_in_the_admin(admin_client, db):
+    provider = Provider.objects.create(name="p", kind="openai", model="m", api_key="sk-hidden-1")
+    page = admin_client.get(f"/admin/chat_app/provider/{provider.pk}/change/")
+    assert page.status_code == 200 and "sk-hidden-1" not in page.content.decode()
+    data = {
+        "name": "p",
+        "kind": "openai",
+        "base_url": "",
+        "api_key": "",
+        "model": "m2",
+        "native_tools": "auto",
+        "tools_supported": "unknown",
+        "timeout_seconds": 120,
+    }
+    response = admin_client.post(f"/admin/chat_app/provider/{provider.pk}/change/", data)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    provider.refresh_from_db()
+    assert provider.model == "m2" and provider.api_key == "sk-hidden-1"  # blank keeps the key
+
+
+def test_docker_compose_file_is_valid():
+    binary = shutil.which("docker-compose")
+    require(binary is not None, "docker-compose is not installed")
+    proc = subprocess.run(
+        [binary, "-f", str(ROOT / "docker-compose.yml"), "config", "-q"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr

@@ -1,0 +1,94 @@
+"""Tool registry: schemas the providers accept, validation errors the model can act on."""
+
+from __future__ import annotations
+
+import jsonschema
+import pytest
+from pydantic import BaseModel, Field
+
+from tools_app.registry import GROUPS, TOOLS, BaseTool, override_activity, resolve_activity
+from tools_app.services.binding import format_validation_error
+
+
+class _Nested(BaseModel):
+    key: str
+    values: list[int] = Field(default_factory=list)
+
+
+class SampleSchemaTool(BaseTool, group="time"):
+    """A tool used only to exercise schema generation."""
+
+    path: str = Field(description="Where.")
+    limit: int = Field(10, ge=1, description="How many.")
+    flags: list[str] | None = None
+    nested: _Nested | None = None
+
+
+@pytest.fixture(autouse=True)
+def _unregister_sample():
+    yield
+    TOOLS.pop("sample_schema_tool", None)
+    GROUPS["time"].tools[:] = [t for t in GROUPS["time"].tools if t is not SampleSchemaTool]
+
+
+def all_objects(schema):
+    if isinstance(schema, dict):
+        if schema.get("type") == "object":
+            yield schema
+        for value in schema.values():
+            yield from all_objects(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            yield from all_objects(value)
+
+
+def test_the_name_is_derived_from_the_class_name():
+    assert SampleSchemaTool.tool_name == "sample_schema_tool"
+    assert TOOLS["sample_schema_tool"] is SampleSchemaTool
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_every_schema_is_valid_json_schema(strict):
+    for tool in TOOLS.values():
+        schema = tool.openai_schema(strict=strict)["function"]["parameters"]
+        jsonschema.Draft202012Validator.check_schema(schema)
+        assert "$defs" not in schema and "$ref" not in str(schema)
+
+
+def test_strict_schema_has_the_openai_strict_shape():
+    fn = SampleSchemaTool.openai_schema(strict=True)["function"]
+    assert fn["strict"] is True
+    assert fn["description"] == "A tool used only to exercise schema generation."
+    for obj in all_objects(fn["parameters"]):
+        assert obj["additionalProperties"] is False
+        assert sorted(obj["required"]) == sorted(obj["properties"])
+    props = fn["parameters"]["properties"]
+    assert {"type": "null"} in props["limit"]["anyOf"]  # optional → nullable in strict mode
+    assert "default" not in str(fn["parameters"])
+
+
+def test_plain_schema_lists_only_truly_required_fields():
+    schema = SampleSchemaTool.anthropic_schema()["input_schema"]
+    assert schema["required"] == ["path"]
+    assert schema["additionalProperties"] is False
+    assert schema["properties"]["limit"]["default"] == 10
+
+
+def test_validation_errors_name_the_field_and_the_problem():
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError) as info:
+        SampleSchemaTool.model_validate({"limit": 0, "bogus": 1})
+    text = format_validation_error("sample_schema_tool", info.value)
+    assert "'path' is required" in text
+    assert "'limit'" in text and "greater than or equal to 1" in text
+    assert "'bogus' is not an argument of sample_schema_tool" in text
+
+
+def test_an_activity_can_be_swapped_without_touching_the_schema():
+    tool = TOOLS["current_time"]
+    before = tool.openai_schema()
+    with override_activity("current_time", lambda args, ctx: {"fake": True}):
+        assert resolve_activity(tool)(None, None) == {"fake": True}
+    assert tool.openai_schema() == before
+    assert resolve_activity(tool).__name__ == "current_time"
