@@ -13,6 +13,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from chat_app import selectors
 from chat_app.services import turns
 from controlcenter.events import conversation_group
+from tools_app.services import approval
 
 
 class ConversationConsumer(AsyncJsonWebsocketConsumer):
@@ -58,10 +59,31 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
                 await database_sync_to_async(turns.turn_stop_current)(
                     user=user, conversation_id=self.conversation_id
                 )
+            elif action in ("approve", "deny"):
+                await self._decide(user, action, content)
             else:
                 await self.send_json({"type": "error", "message": f"unknown action {action!r}"})
         except turns.TurnError as exc:
             await self.send_json({"type": "error", "message": str(exc)})
+
+    async def _decide(self, user: Any, action: str, content: dict[str, Any]) -> None:
+        call_id = content.get("call_id")
+        arguments = content.get("arguments")
+        if not isinstance(call_id, int) or (
+            arguments is not None and not isinstance(arguments, dict)
+        ):
+            await self.send_json({"type": "error", "message": "malformed approval command"})
+            return
+        try:
+            await database_sync_to_async(approval.toolcall_decide)(
+                user=user,
+                call_id=call_id,
+                approve=action == "approve",
+                arguments=arguments,
+                conversation_id=self.conversation_id,
+            )
+        except approval.ApprovalError as exc:
+            await self.send_json({"type": "error", "message": str(exc), "call_id": call_id})
 
     async def cc_event(self, event: dict[str, Any]) -> None:
         await self.send_json(event["payload"])

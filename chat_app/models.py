@@ -54,6 +54,13 @@ class Conversation(models.Model):
     )
     title = models.CharField(max_length=200, default="New conversation")
     provider = models.ForeignKey(Provider, null=True, blank=True, on_delete=models.SET_NULL)
+    agent = models.ForeignKey(
+        "chat_app.Agent",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="conversations",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -139,3 +146,36 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"{self.role}: {self.content[:40]}"
+
+
+class Agent(models.Model):
+    """An agent profile: its prompt, its model, the tools it may use and its limits.
+    Conversations pick one; "General" is the default."""
+
+    name = models.CharField(max_length=100, unique=True)
+    description = models.CharField(max_length=300, blank=True)
+    system_prompt = models.TextField(blank=True, help_text="Empty: the built-in prompt.")
+    provider = models.ForeignKey(Provider, null=True, blank=True, on_delete=models.SET_NULL)
+    model = models.CharField(max_length=200, blank=True, help_text="Overrides the provider's.")
+    all_tools = models.BooleanField(default=True, help_text="May use every enabled tool.")
+    tools = models.JSONField(
+        default=list, blank=True, help_text="Tool names this agent may use (when not all tools)."
+    )
+    max_rounds = models.PositiveIntegerField(
+        default=0, help_text="Model rounds per turn; 0 = AGENT_MAX_ROUNDS (default 10)."
+    )
+    max_calls_per_turn = models.PositiveIntegerField(default=10, help_text="0 = unlimited")
+    max_calls_per_conversation = models.PositiveIntegerField(default=200, help_text="0 = unlimited")
+    is_default = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-is_default", "name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def allowed_tools(self) -> list[str] | None:
+        """None means every enabled tool."""
+        return None if self.all_tools else list(self.tools)

@@ -137,3 +137,62 @@ class ToolCall(models.Model):
     @property
     def arguments_for_display(self) -> Any:
         return self.arguments if self.arguments is not None else self.raw_arguments
+
+
+class AuditRecordQuerySet(models.QuerySet["AuditRecord"]):
+    def delete(self) -> tuple[int, dict[str, int]]:
+        raise PermissionError("the audit log is append-only")
+
+
+class AuditRecord(models.Model):
+    """The audit trail: one record per tool call (from chat, slash command, Test button or
+    API), per approval decision and per settings change. Append-only: nothing in the admin or
+    the UI edits or deletes it; the system only completes a call's record when it finishes.
+    It outlives the conversation it came from (ids and titles are copied, not cascaded)."""
+
+    class Kind(models.TextChoices):
+        CALL = "call", "tool call"
+        APPROVAL = "approval", "approval decision"
+        SETTINGS = "settings", "settings change"
+
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.CALL)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    user = models.ForeignKey(
+        django_settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    username = models.CharField(max_length=150, blank=True)
+    tool_call = models.ForeignKey(
+        ToolCall, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_records"
+    )
+    conversation_id = models.BigIntegerField(null=True, blank=True, db_index=True)
+    conversation_title = models.CharField(max_length=200, blank=True)
+    source = models.CharField(max_length=8, blank=True)
+    group = models.CharField(max_length=64, blank=True, db_index=True)
+    tool = models.CharField(max_length=64, blank=True, db_index=True)
+    arguments = models.JSONField(null=True, blank=True)
+    status = models.CharField(max_length=40, blank=True, db_index=True)
+    policy_verdict = models.CharField(max_length=16, blank=True)
+    policy_reason = models.TextField(blank=True)
+    result = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    worker = models.CharField(max_length=128, blank=True)
+    sandbox_id = models.CharField(max_length=128, blank=True)
+    detail = models.JSONField(default=dict, blank=True)
+
+    objects = AuditRecordQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} {self.tool or self.group} ({self.status})"
+
+    def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
+        raise PermissionError("the audit log is append-only")

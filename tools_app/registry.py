@@ -163,10 +163,6 @@ class BaseTool(BaseModel):
     def check_policy(self, settings: GroupSettings, ctx: BindContext) -> None:
         """Raise PolicyDenied when the admin's settings forbid these arguments."""
 
-    def redacted_arguments(self) -> dict[str, Any]:
-        """Arguments as stored in the audit log. Tools with secrets override this."""
-        return self.model_dump(mode="json")
-
 
 Activity = Callable[[Any, "ActivityContext"], dict[str, Any]]
 

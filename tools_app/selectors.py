@@ -62,3 +62,9 @@ def enabled_tools(allowed: Iterable[str] | None = None) -> list[type[BaseTool]]:
         and (allowed_set is None or tool.tool_name in allowed_set)
     ]
     return sorted(tools, key=lambda t: (GROUPS[t.tool_group].order, t.tool_group, t.tool_name))
+
+
+def tools_with_reasoning() -> set[str]:
+    return set(
+        ToolFunctionConfig.objects.filter(reasoning_for_call=True).values_list("name", flat=True)
+    )

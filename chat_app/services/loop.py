@@ -13,6 +13,7 @@ import contextlib
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections, transaction
@@ -20,7 +21,7 @@ from django.db.models import F
 
 from chat_app.events import message_publish, token_publish
 from chat_app.fallback import fallback_prompt_block, parse_tool_calls
-from chat_app.models import Message, Provider, Turn
+from chat_app.models import Agent, Message, Provider, Turn
 from chat_app.providers import (
     ChatMessage,
     LLMProvider,
@@ -30,6 +31,7 @@ from chat_app.providers import (
     ToolsNotSupported,
     ToolSpec,
 )
+from chat_app.services.agents import agent_for_conversation
 from chat_app.services.history import build_history
 from chat_app.services.providers import (
     provider_client,
@@ -40,7 +42,13 @@ from chat_app.services.turns import turn_advance, turn_finish
 from tools_app import selectors
 from tools_app.registry import BaseTool
 from tools_app.runtime import BindContext
-from tools_app.services.binding import CallRequest, toolcall_bind, toolcall_dispatch
+from tools_app.services.binding import (
+    REASONING_FIELD,
+    CallLimits,
+    CallRequest,
+    toolcall_bind,
+    toolcall_dispatch,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -79,9 +87,12 @@ class _Stream:
 
 
 def tool_specs(tools: list[type[BaseTool]], *, strict: bool) -> list[ToolSpec]:
+    with_reasoning = selectors.tools_with_reasoning()
     specs = []
     for tool in tools:
         schema = tool.openai_schema(strict=strict)["function"]
+        if tool.tool_name in with_reasoning:
+            schema["parameters"] = with_reasoning_field(schema["parameters"])
         specs.append(
             ToolSpec(
                 name=tool.tool_name,
@@ -91,6 +102,20 @@ def tool_specs(tools: list[type[BaseTool]], *, strict: bool) -> list[ToolSpec]:
             )
         )
     return specs
+
+
+def with_reasoning_field(parameters: dict[str, Any]) -> dict[str, Any]:
+    """Ask the model to say why it calls the tool; the card shows it (_reasoningForCall)."""
+    out = dict(parameters)
+    out["properties"] = {
+        REASONING_FIELD: {
+            "type": "string",
+            "description": "One sentence: why you call this tool now. Shown to the user.",
+        },
+        **parameters.get("properties", {}),
+    }
+    out["required"] = [REASONING_FIELD, *parameters.get("required", [])]
+    return out
 
 
 def agent_round(turn_id: int) -> None:
@@ -114,15 +139,16 @@ def agent_round(turn_id: int) -> None:
             ),
         )
         return
-    provider = provider_for_conversation(turn.conversation)
+    agent = agent_for_conversation(turn.conversation)
+    provider = agent.provider or provider_for_conversation(turn.conversation)
     if provider is None:
         turn_finish(turn, status=Turn.Status.FAILED, error="no LLM provider", notice=NO_PROVIDER)
         return
-    _run_model(turn, provider)
+    _run_model(turn, provider, agent)
 
 
-def _run_model(turn: Turn, provider: Provider) -> None:
-    tools = selectors.enabled_tools()
+def _run_model(turn: Turn, provider: Provider, agent: Agent) -> None:
+    tools = selectors.enabled_tools(agent.allowed_tools())
     native = provider.uses_native_tools()
     message = Message.objects.create(
         conversation_id=turn.conversation_id,
@@ -132,10 +158,11 @@ def _run_model(turn: Turn, provider: Provider) -> None:
         fallback=not native,
     )
     message_publish(message)
-    client = provider_client(provider)
+    client = provider_client(provider, model=agent.model)
+    system = agent.system_prompt.strip() or DEFAULT_SYSTEM_PROMPT
     try:
         try:
-            reply = _stream_reply(turn, message, client, tools, native=native)
+            reply = _stream_reply(turn, message, client, tools, system=system, native=native)
         except ToolsNotSupported:
             if provider.native_tools != Provider.NativeTools.AUTO:
                 raise
@@ -144,7 +171,7 @@ def _run_model(turn: Turn, provider: Provider) -> None:
             native = False
             Message.objects.filter(pk=message.pk).update(fallback=True)
             message.fallback = True
-            reply = _stream_reply(turn, message, client, tools, native=False)
+            reply = _stream_reply(turn, message, client, tools, system=system, native=False)
     except _Cancelled:
         _close_message(message, state=Message.State.CANCELLED)
         turn_finish(turn, status=Turn.Status.CANCELLED)
@@ -159,7 +186,7 @@ def _run_model(turn: Turn, provider: Provider) -> None:
     if not requests:
         turn_finish(turn, status=Turn.Status.SUCCEEDED)
         return
-    _bind_and_dispatch(turn, message, requests, tools)
+    _bind_and_dispatch(turn, message, requests, tools, agent)
 
 
 def _tool_requests(reply: ModelReply, *, native: bool) -> list[CallRequest]:
@@ -181,10 +208,17 @@ def _tool_requests(reply: ModelReply, *, native: bool) -> list[CallRequest]:
 
 
 def _bind_and_dispatch(
-    turn: Turn, message: Message, requests: list[CallRequest], tools: list[type[BaseTool]]
+    turn: Turn,
+    message: Message,
+    requests: list[CallRequest],
+    tools: list[type[BaseTool]],
+    agent: Agent,
 ) -> None:
     ctx = BindContext(user_id=turn.user_id, conversation_id=turn.conversation_id, source="chat")
     offered = [t.tool_name for t in tools]
+    limits = CallLimits(
+        per_turn=agent.max_calls_per_turn, per_conversation=agent.max_calls_per_conversation
+    )
     with transaction.atomic():
         Turn.objects.filter(pk=turn.pk).update(phase=Turn.Phase.TOOLS, round=F("round") + 1)
         calls = []
@@ -195,6 +229,7 @@ def _bind_and_dispatch(
                 turn_id=turn.pk,
                 message_id=message.pk,
                 allowed_tools=offered,
+                limits=limits,
             )
             if call.status == call.Status.QUEUED:
                 toolcall_dispatch(call)
@@ -220,9 +255,9 @@ def _stream_reply(
     client: LLMProvider,
     tools: list[type[BaseTool]],
     *,
+    system: str,
     native: bool,
 ) -> ModelReply:
-    system = DEFAULT_SYSTEM_PROMPT
     specs = tool_specs(tools, strict=True) if tools else []
     if not native and tools:
         system = f"{system}\n\n{fallback_prompt_block(tool_specs(tools, strict=False))}"

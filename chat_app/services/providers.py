@@ -47,12 +47,12 @@ def provider_for_conversation(conversation: Conversation) -> Provider | None:
     return provider_default()
 
 
-def provider_client(provider: Provider) -> LLMProvider:
+def provider_client(provider: Provider, *, model: str = "") -> LLMProvider:
     return make_provider(
         provider.kind,
         base_url=provider.base_url,
         api_key=provider.api_key,
-        model=provider.model,
+        model=model or provider.model,
         timeout=float(provider.timeout_seconds),
     )
 

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from chat_app.events import message_publish, turn_publish
 from chat_app.models import Conversation, Message, Turn
+from chat_app.services.agents import agent_for_conversation
 from tools_app.models import ToolCall
 from tools_app.services.execution import toolcall_cancel
 
@@ -42,12 +43,13 @@ def turn_start(*, conversation: Conversation, user_id: int, text: str) -> Turn |
         from chat_app.services.slash import slash_run
 
         return slash_run(conversation=conversation, user_id=user_id, text=text)
+    agent = agent_for_conversation(conversation)
     with transaction.atomic():
         turn = Turn.objects.create(
             conversation=conversation,
             user_id=user_id,
             kind=Turn.Kind.CHAT,
-            max_rounds=settings.AGENT_MAX_ROUNDS,
+            max_rounds=agent.max_rounds or settings.AGENT_MAX_ROUNDS,
         )
         message = Message.objects.create(
             conversation=conversation, turn=turn, role=Message.Role.USER, content=text

@@ -129,6 +129,14 @@ const handlers = {
     setRunning(event.running);
   },
   error(event) {
+    if (event.call_id) {
+      const box = document.querySelector(`#toolcall-${event.call_id} .approval-error`);
+      if (box) {
+        box.textContent = event.message;
+        box.closest("details").open = true;
+        return;
+      }
+    }
     showError(event.message);
   },
 };
@@ -185,6 +193,28 @@ input.addEventListener("keydown", (event) => {
 
 stopButton.addEventListener("click", () => {
   socket?.send(JSON.stringify({ action: "stop" }));
+});
+
+// Approval buttons on cards (functions an admin marked "requires approval").
+messages.addEventListener("click", (event) => {
+  const button = event.target.closest("button[data-action]");
+  if (!button || !socket) return;
+  const callId = Number(button.dataset.callId);
+  const action = button.dataset.action;
+  if (action === "approve-edited") {
+    const card = button.closest(".toolcall");
+    const errorBox = card.querySelector(".approval-error");
+    let args;
+    try {
+      args = JSON.parse(card.querySelector(".approval-edit textarea").value);
+    } catch (err) {
+      errorBox.textContent = `Not valid JSON: ${err.message}`;
+      return;
+    }
+    socket.send(JSON.stringify({ action: "approve", call_id: callId, arguments: args }));
+  } else if (action === "approve" || action === "deny") {
+    socket.send(JSON.stringify({ action, call_id: callId }));
+  }
 });
 
 // Remember which collapsible parts the person opened or closed themselves. (Not the toggle

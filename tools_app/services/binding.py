@@ -12,6 +12,7 @@ import json
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
@@ -21,12 +22,21 @@ from pydantic import ValidationError
 from tools_app import selectors
 from tools_app.errors import PolicyDenied, ToolError
 from tools_app.models import ToolCall
-from tools_app.registry import GROUPS, TOOLS, BaseTool, get_tool, is_latent
+from tools_app.registry import GROUPS, TOOLS, BaseTool, GroupSettings, get_tool, is_latent
 from tools_app.runtime import BindContext
+from tools_app.services.audit import audit_call
 
 logger = logging.getLogger(__name__)
 
 REASONING_FIELD = "_reasoningForCall"
+
+
+@dataclass(frozen=True)
+class CallLimits:
+    """Per-agent limits (0 = unlimited). Per-tool per-minute limits live in group settings."""
+
+    per_turn: int = 0
+    per_conversation: int = 0
 
 
 @dataclass
@@ -106,6 +116,43 @@ def _lookup(request: CallRequest, allowed_tools: set[str] | None) -> type[BaseTo
     return tool
 
 
+def _check_limits(
+    *,
+    tool: type[BaseTool],
+    settings: GroupSettings,
+    limits: CallLimits | None,
+    turn_id: int | None,
+    conversation_id: int | None,
+) -> None:
+    ran = ToolCall.objects.filter(policy_verdict="allowed")
+    if limits and limits.per_turn and turn_id is not None:
+        if ran.filter(turn_id=turn_id).count() >= limits.per_turn:
+            raise _Refused(
+                ToolCall.Status.DENIED,
+                f"limit: this turn already made {limits.per_turn} tool calls "
+                f"(the maximum per turn); answer with what you have",
+                verdict="rate_limited",
+            )
+    if limits and limits.per_conversation and conversation_id is not None:
+        if ran.filter(conversation_id=conversation_id).count() >= limits.per_conversation:
+            raise _Refused(
+                ToolCall.Status.DENIED,
+                f"limit: this conversation reached its maximum of {limits.per_conversation} "
+                "tool calls",
+                verdict="rate_limited",
+            )
+    if settings.calls_per_minute:
+        since = timezone.now() - timedelta(seconds=60)
+        recent = ran.filter(tool=tool.tool_name, created_at__gte=since).count()
+        if recent >= settings.calls_per_minute:
+            raise _Refused(
+                ToolCall.Status.DENIED,
+                f"limit: {tool.tool_name} may run {settings.calls_per_minute} times per minute; "
+                "try again later",
+                verdict="rate_limited",
+            )
+
+
 def toolcall_bind(
     *,
     request: CallRequest,
@@ -113,6 +160,7 @@ def toolcall_bind(
     turn_id: int | None = None,
     message_id: int | None = None,
     allowed_tools: Iterable[str] | None = None,
+    limits: CallLimits | None = None,
 ) -> ToolCall:
     """Create the ToolCall for ``request``: ``queued`` (or ``awaiting_approval``) when it may
     run, already terminal when it may not. Dispatching is the caller's next step."""
@@ -145,7 +193,7 @@ def toolcall_bind(
             raise _Refused(
                 ToolCall.Status.FAILED, format_validation_error(tool.tool_name, exc)
             ) from None
-        call.arguments = validated.redacted_arguments()
+        call.arguments = validated.model_dump(mode="json", exclude_unset=True)
         settings = selectors.group_settings(tool.tool_group)
         try:
             validated.check_policy(settings, ctx)
@@ -155,6 +203,13 @@ def toolcall_bind(
             ) from None
         except ToolError as exc:
             raise _Refused(ToolCall.Status.FAILED, exc.message) from None
+        _check_limits(
+            tool=tool,
+            settings=settings,
+            limits=limits,
+            turn_id=turn_id,
+            conversation_id=ctx.conversation_id,
+        )
         call.policy_verdict = "allowed"
         call.latent = is_latent(tool)
         if selectors.function_config(tool.tool_name).requires_approval:
@@ -165,12 +220,13 @@ def toolcall_bind(
         call.status = refused.status
         call.error = refused.error
         call.policy_verdict = refused.verdict
-        if refused.verdict == "denied":
+        if refused.verdict:
             call.policy_reason = refused.error
         call.result = {"success": False, "error": refused.error}
         call.finished_at = timezone.now()
         call.duration_ms = 0
     call.save()
+    audit_call(call)
     return call
 
 

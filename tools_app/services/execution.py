@@ -25,6 +25,7 @@ from tools_app.events import toolcall_publish, toolcall_publish_output
 from tools_app.models import ToolCall
 from tools_app.registry import get_tool, resolve_activity
 from tools_app.runtime import ActivityContext
+from tools_app.services.audit import audit_call
 from tools_app.signals import toolcall_finished
 
 logger = logging.getLogger(__name__)
@@ -217,6 +218,7 @@ def toolcall_finish(
     if not ToolCall.objects.filter(pk=call.pk, status__in=allowed).update(**fields):
         return False
     call.refresh_from_db()
+    audit_call(call)
     toolcall_publish(call)
     toolcall_finished.send(sender=ToolCall, call=call)
     return True

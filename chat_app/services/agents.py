@@ -1,0 +1,93 @@
+"""Agent profiles: the default one, the one a conversation uses, YAML import/export."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+from django.db import transaction
+
+from chat_app.models import Agent, Conversation, Provider
+
+DEFAULT_AGENT = "General"
+_FIELDS = (
+    "description",
+    "system_prompt",
+    "model",
+    "all_tools",
+    "tools",
+    "max_rounds",
+    "max_calls_per_turn",
+    "max_calls_per_conversation",
+    "is_default",
+)
+
+
+class AgentImportError(ValueError):
+    pass
+
+
+def agent_default() -> Agent:
+    agent = Agent.objects.filter(is_default=True).first()
+    if agent is not None:
+        return agent
+    agent, _ = Agent.objects.get_or_create(
+        name=DEFAULT_AGENT,
+        defaults={"description": "Every enabled tool, the built-in prompt.", "is_default": True},
+    )
+    return agent
+
+
+def agent_for_conversation(conversation: Conversation) -> Agent:
+    if conversation.agent_id is not None and conversation.agent is not None:
+        return conversation.agent
+    return agent_default()
+
+
+def agents_export() -> str:
+    data = []
+    for agent in Agent.objects.select_related("provider").order_by("name"):
+        item: dict[str, Any] = {"name": agent.name}
+        item.update({f: getattr(agent, f) for f in _FIELDS})
+        item["provider"] = agent.provider.name if agent.provider else None
+        data.append(item)
+    return yaml.safe_dump({"agents": data}, sort_keys=False, allow_unicode=True)
+
+
+def agents_import(text: str) -> list[Agent]:
+    """Create or update agents by name from YAML (as written by ``agents_export``)."""
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        raise AgentImportError(f"not valid YAML: {exc}") from exc
+    items = data.get("agents") if isinstance(data, dict) else None
+    if not isinstance(items, list):
+        raise AgentImportError("expected a top-level 'agents:' list")
+    saved = []
+    with transaction.atomic():
+        for i, item in enumerate(items):
+            if not isinstance(item, dict) or not item.get("name"):
+                raise AgentImportError(f"agent #{i + 1} has no name")
+            unknown = set(item) - set(_FIELDS) - {"name", "provider"}
+            if unknown:
+                raise AgentImportError(f"agent {item['name']!r}: unknown keys {sorted(unknown)}")
+            values = {f: item[f] for f in _FIELDS if f in item}
+            if "tools" in values and not isinstance(values["tools"], list):
+                raise AgentImportError(f"agent {item['name']!r}: tools must be a list")
+            provider_name = item.get("provider")
+            if provider_name:
+                provider = Provider.objects.filter(name=provider_name).first()
+                if provider is None:
+                    raise AgentImportError(
+                        f"agent {item['name']!r}: no provider named {provider_name!r}"
+                    )
+                values["provider"] = provider
+            elif "provider" in item:
+                values["provider"] = None
+            agent, _ = Agent.objects.update_or_create(name=item["name"], defaults=values)
+            agent.full_clean()
+            saved.append(agent)
+        if any(a.is_default for a in saved):
+            default = [a for a in saved if a.is_default][-1]
+            Agent.objects.exclude(pk=default.pk).update(is_default=False)
+    return saved
