@@ -45,7 +45,7 @@ bench: $(BIN)/.installed
 
 ## the sandbox image, built without a registry (debootstrap + docker import)
 sandbox-image:
-	bash docker/build-sandbox-image.sh
+	bash docker/build-sandbox-image.sh all
 
 lint: $(BIN)/.installed
 	$(BIN)/ruff check .

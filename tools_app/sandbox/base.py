@@ -1,0 +1,197 @@
+"""The sandbox interface every backend implements, and the small pieces they share.
+
+A sandbox runs one argv for one workspace: the workspace's host directory is the only writable,
+persistent place the command sees (at ``/workspace``), it runs as an unprivileged uid with a clean
+environment, and it is killed - with everything it started - on timeout or cancel.
+"""
+
+from __future__ import annotations
+
+import codecs
+import logging
+import os
+import posixpath
+import re
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+WORKSPACE = "/workspace"
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+OutputCallback = Callable[[str, str], None]
+
+
+@dataclass
+class ExecRequest:
+    argv: list[str]
+    cwd: str = WORKSPACE  # path INSIDE the sandbox; /workspace or below
+    env: dict[str, str] = field(default_factory=dict)  # added to the minimal clean env
+    stdin: bytes | None = None
+    timeout: float = 60.0  # seconds; on expiry the whole process tree is killed
+    max_output: int = 1_000_000  # bytes kept per stream; the rest is drained and dropped
+    network: bool = False
+
+    def __post_init__(self) -> None:
+        # Validate before anything runs: a bad request is the caller's bug, not a broken sandbox.
+        if not self.argv or not all(isinstance(a, str) for a in self.argv):
+            raise ValueError("argv must be a non-empty list of strings")
+        if any("\0" in a for a in self.argv):
+            raise ValueError("argv must not contain NUL bytes")
+        self.cwd = normalize_cwd(self.cwd)
+        for key, value in self.env.items():
+            if not key or "=" in key or "\0" in key or "\0" in value:
+                raise ValueError(f"invalid environment variable name or value: {key!r}")
+        if self.timeout <= 0:
+            raise ValueError("timeout must be positive")
+        if self.max_output < 0:
+            raise ValueError("max_output must not be negative")
+
+
+@dataclass
+class ExecResult:
+    exit_code: int | None  # None when killed by timeout/cancel
+    stdout: str
+    stderr: str
+    truncated: bool
+    timed_out: bool
+    cancelled: bool
+    duration_ms: int
+    sandbox_id: str
+    killed_reason: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+
+class SandboxError(Exception):
+    """The sandbox itself is broken or unavailable (not: the command failed)."""
+
+
+class Sandbox(ABC):
+    name: str = ""
+
+    @abstractmethod
+    def exec(
+        self,
+        workspace_id: str,
+        workspace_dir: Path,
+        req: ExecRequest,
+        *,
+        on_output: OutputCallback | None = None,
+        cancel: threading.Event | None = None,
+    ) -> ExecResult:
+        """Run ``req.argv``; stream chunks to ``on_output(stream, text)`` as they arrive."""
+
+    def release(self, workspace_id: str) -> None:  # noqa: B027 - optional hook, no-op by default
+        """Drop warm resources held for this workspace."""
+
+    def reap_idle(self, max_idle_seconds: float) -> int:
+        """Remove warm resources idle for longer than ``max_idle_seconds``; return the count."""
+        return 0
+
+    @abstractmethod
+    def health(self) -> tuple[bool, str]:
+        """``(ok, human detail)`` for the Tools Manager."""
+
+
+def normalize_cwd(cwd: str) -> str:
+    """Return ``cwd`` normalised, refusing anything that is not /workspace or below."""
+    if not cwd.startswith("/"):
+        cwd = posixpath.join(WORKSPACE, cwd)
+    norm = posixpath.normpath(cwd)
+    if norm != WORKSPACE and not norm.startswith(WORKSPACE + "/"):
+        raise ValueError(f"cwd must be {WORKSPACE} or below, got {cwd!r}")
+    return norm
+
+
+def sandbox_env(req: ExecRequest) -> dict[str, str]:
+    """The minimal environment a command sees; nothing leaks in from the host process."""
+    env = {"PATH": DEFAULT_PATH, "HOME": WORKSPACE, "LANG": "C.UTF-8"}
+    env.update(req.env)
+    return env
+
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
+
+
+def parse_size(value: str | int) -> int:
+    """Docker-style sizes ("512m", "1g", "65536") to bytes."""
+    if isinstance(value, int):
+        return value
+    match = _SIZE.match(value)
+    if not match:
+        raise ValueError(f"not a size: {value!r} (use e.g. 512m or 1g)")
+    number, unit = match.groups()
+    return int(float(number) * 1024 ** "_kmgt".index(unit.lower() or "_"))
+
+
+def prepare_workspace(workspace_dir: Path, uid: int) -> Path:
+    """Create the workspace dir and make it writable by the sandbox uid.
+
+    Only the directory itself is chowned: walking a tree the sandbox user controls as root would
+    let it swap a directory for a symlink mid-walk and have us chown host files. When we do not run
+    as root we cannot chown; then SANDBOX_UID should equal our own uid (see README).
+    """
+    workspace_dir = Path(workspace_dir).resolve()
+    workspace_dir.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() == 0:
+        st = workspace_dir.stat()
+        if st.st_uid != uid or st.st_gid != uid:
+            os.chown(workspace_dir, uid, uid)
+    return workspace_dir
+
+
+class OutputSink:
+    """Collects both streams with a per-stream byte cap and forwards decoded text as it arrives.
+
+    Output past the cap is dropped (the caller keeps draining so the command never blocks on a
+    full pipe) and ``truncated`` is set; the callback stops too, so a 100 MB flood does not reach
+    the browser.
+    """
+
+    def __init__(self, max_output: int, on_output: OutputCallback | None) -> None:
+        self.max_output = max_output
+        self.truncated = False
+        self._on_output = on_output
+        self._buf = {"stdout": bytearray(), "stderr": bytearray()}
+        # Incremental decoders so a UTF-8 character split across two chunks is not mangled.
+        self._decoders = {
+            name: codecs.getincrementaldecoder("utf-8")(errors="replace") for name in self._buf
+        }
+
+    def feed(self, stream: str, data: bytes) -> None:
+        if not data:
+            return
+        buf = self._buf[stream]
+        room = self.max_output - len(buf)
+        if room <= 0:
+            self.truncated = True
+            return
+        if len(data) > room:
+            data = data[:room]
+            self.truncated = True
+        buf += data
+        self._emit(stream, self._decoders[stream].decode(data))
+
+    def finish(self) -> None:
+        for stream, decoder in self._decoders.items():
+            self._emit(stream, decoder.decode(b"", final=True))
+
+    def text(self, stream: str) -> str:
+        return bytes(self._buf[stream]).decode("utf-8", errors="replace")
+
+    def _emit(self, stream: str, text: str) -> None:
+        if not text or self._on_output is None:
+            return
+        try:
+            self._on_output(stream, text)
+        except Exception:
+            # A broken consumer (e.g. a closed websocket) must not abandon a running command.
+            logger.exception("sandbox on_output callback failed; not streaming any more")
+            self._on_output = None

@@ -1,0 +1,352 @@
+"""The warm sandbox containers: find-or-create (race-safe across processes), reap, release.
+
+Another worker process may create, use or remove the same container at any moment, so the
+engine is the source of truth: names are deterministic, a name conflict on create means "use
+theirs", and "idle" is judged from the engine's exec events rather than only our own memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tools_app.sandbox.base import DEFAULT_PATH, WORKSPACE, SandboxError
+
+LABEL = "controlcenter.sandbox"
+LABEL_WORKSPACE = "controlcenter.workspace"
+NETWORK = "cc-sandbox-net"  # user-defined bridge: dockerd may run with --bridge=none
+NOFILE = 256
+
+
+@dataclass
+class _Warm:
+    container_id: str
+    workspace: Path
+    last_used: float  # wall clock, comparable with the engine's event times
+
+
+def container_name(workspace_id: str, network: bool) -> str:
+    """Deterministic, docker-safe name; a hash keeps distinct ids distinct after cleaning."""
+    slug = re.sub(r"[^a-zA-Z0-9_.-]", "-", workspace_id)[:40].strip("-.") or "ws"
+    if slug != workspace_id:
+        slug += "-" + hashlib.sha256(workspace_id.encode()).hexdigest()[:8]
+    return f"cc-sbx-{slug}-{'net' if network else 'nonet'}"
+
+
+class ContainerPool:
+    def __init__(
+        self,
+        *,
+        image: str,
+        uid: int,
+        memory: int,
+        pids: int,
+        cpus: float,
+        tmpfs_size: str,
+        label: str = "1",
+    ) -> None:
+        # Containers carry controlcenter.sandbox=<label>; reap/release/health only ever touch
+        # their own label, so a test run cannot remove a live app's containers on a shared engine.
+        self.label = f"{LABEL}={label}"
+        self.image = image
+        self.uid = uid
+        self.memory = memory
+        self.pids = pids
+        self.cpus = cpus
+        self.tmpfs_size = tmpfs_size
+        self._api: Any = None
+        self._lock = threading.Lock()
+        self._name_locks: dict[str, threading.Lock] = {}
+        self._warm: dict[str, _Warm] = {}
+        self._network_ready = False
+
+    # -- engine access ----------------------------------------------------------------------
+
+    @property
+    def where(self) -> str:
+        return os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+
+    @property
+    def api(self) -> Any:
+        if self._api is None:
+            with self._lock:
+                if self._api is None:
+                    try:
+                        # Imported lazily: processes that never use docker skip its import cost.
+                        import docker
+
+                        # mypy may resolve `docker` to the repo's docker/ folder (a namespace
+                        # package); at run time the SDK, a regular package, always wins.
+                        client = docker.from_env(timeout=30, max_pool_size=32)  # type: ignore[attr-defined,unused-ignore]
+                        self._api = client.api
+                    except Exception as exc:
+                        raise SandboxError(
+                            f"Docker engine not reachable at {self.where}: {exc}"
+                        ) from exc
+        return self._api
+
+    @contextlib.contextmanager
+    def errors(self) -> Iterator[None]:
+        """Turn SDK/transport failures into SandboxError with words an admin can act on."""
+        import docker.errors
+        import requests
+
+        try:
+            yield
+        except docker.errors.ImageNotFound as exc:
+            raise SandboxError(
+                f"sandbox image {self.image} missing — run `make sandbox-image`"
+            ) from exc
+        except docker.errors.APIError as exc:
+            raise SandboxError(f"Docker engine error: {exc.explanation or exc}") from exc
+        except (requests.exceptions.ConnectionError, docker.errors.DockerException) as exc:
+            raise SandboxError(f"Docker engine not reachable at {self.where}: {exc}") from exc
+
+    # -- warm containers --------------------------------------------------------------------
+
+    def ensure(self, workspace_id: str, workspace: Path, *, network: bool) -> str:
+        name = container_name(workspace_id, network)
+        warm = self._warm.get(name)
+        if warm is not None and warm.workspace == workspace:
+            return warm.container_id
+        with self._lock:
+            name_lock = self._name_locks.setdefault(name, threading.Lock())
+        with name_lock:
+            warm = self._warm.get(name)
+            if warm is not None and warm.workspace == workspace:
+                return warm.container_id
+            cid = self._find_or_create(name, workspace_id, workspace, network)
+            self._warm[name] = _Warm(cid, workspace, time.time())
+            return cid
+
+    def _find_or_create(self, name: str, workspace_id: str, workspace: Path, network: bool) -> str:
+        import docker.errors
+
+        for _ in range(10):
+            with self.errors():
+                try:
+                    info = self.api.inspect_container(name)
+                except docker.errors.NotFound:
+                    info = None
+                if info is not None:
+                    status = info["State"]["Status"]
+                    if self._matches(info, workspace) and status in ("running", "created"):
+                        if status == "created":  # another process is just starting it
+                            self._start(info["Id"])
+                        return str(info["Id"])
+                    if status == "removing":  # someone else is already on it
+                        time.sleep(0.1)
+                        continue
+                    # Dead (e.g. OOM took its init), stopped, or for another directory.
+                    self._remove(info["Id"])
+                    continue
+                if network:
+                    self._ensure_network()
+                try:
+                    cid = self.api.create_container(
+                        self.image, **self._container_spec(name, workspace_id, workspace, network)
+                    )["Id"]
+                except docker.errors.APIError as exc:
+                    if exc.status_code == 409:  # another process won the race: use theirs
+                        continue
+                    raise
+                self._start(cid)
+                return str(cid)
+        raise SandboxError(f"could not create sandbox container {name}: it keeps disappearing")
+
+    def _start(self, cid: str) -> None:
+        import docker.errors
+
+        try:
+            self.api.start(cid)
+        except docker.errors.APIError:
+            # Two processes starting the same new container: the loser's error is harmless
+            # as long as the winner gets it running.
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                state = self.api.inspect_container(cid)["State"]
+                if state["Running"]:
+                    return
+                if state["Status"] != "created":
+                    break
+                time.sleep(0.05)
+            raise
+
+    def _matches(self, info: dict[str, Any], workspace: Path) -> bool:
+        mounts = {m.get("Destination"): m.get("Source") for m in info.get("Mounts") or []}
+        return info["Config"].get("Image") == self.image and mounts.get(WORKSPACE) == str(workspace)
+
+    def _container_spec(
+        self, name: str, workspace_id: str, workspace: Path, network: bool
+    ) -> dict[str, Any]:
+        from docker.types import Mount, Ulimit
+
+        host_config = self.api.create_host_config(
+            # A Mount, not a "src:dst:rw" bind string, so a ':' in the host path is harmless.
+            mounts=[Mount(WORKSPACE, str(workspace), type="bind", read_only=False)],
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            read_only=True,
+            tmpfs={"/tmp": f"rw,nosuid,nodev,size={self.tmpfs_size},mode=1777"},  # noqa: S108
+            mem_limit=self.memory,
+            memswap_limit=self.memory,  # no swap: the memory limit is the limit
+            pids_limit=self.pids,
+            nano_cpus=int(self.cpus * 1e9),
+            ulimits=[
+                Ulimit(name="nofile", soft=NOFILE, hard=NOFILE),
+                # RLIMIT_NPROC counts every process of this uid on the host, other sandboxes
+                # included; the per-container cap is pids_limit, this only bounds the total.
+                Ulimit(name="nproc", soft=self.pids * 4, hard=self.pids * 4),
+            ],
+            network_mode=NETWORK if network else "none",
+            init=True,  # tini as pid 1 reaps the orphans of killed process groups
+            privileged=False,
+        )
+        return {
+            "command": ["sleep", "infinity"],
+            "name": name,
+            "user": f"{self.uid}:{self.uid}",
+            "working_dir": WORKSPACE,
+            "hostname": "sandbox",
+            "environment": {"PATH": DEFAULT_PATH, "HOME": WORKSPACE, "LANG": "C.UTF-8"},
+            "labels": {LABEL: self.label.split("=", 1)[1], LABEL_WORKSPACE: workspace_id},
+            "host_config": host_config,
+        }
+
+    def _ensure_network(self) -> None:
+        import docker.errors
+
+        if self._network_ready:
+            return
+        if not self.api.networks(names=[NETWORK]):
+            try:
+                self.api.create_network(NETWORK, driver="bridge", labels={LABEL: "1"})
+            except docker.errors.APIError as exc:
+                if exc.status_code != 409:
+                    raise
+        self._network_ready = True
+
+    def _remove(self, cid: str) -> None:
+        import docker.errors
+
+        try:
+            self.api.remove_container(cid, force=True)
+        except docker.errors.NotFound:
+            pass
+        except docker.errors.APIError as exc:
+            if exc.status_code != 409:  # 409: another process is already removing it
+                raise
+        self._forget(cid)
+
+    def _forget(self, cid: str) -> None:
+        for name, warm in list(self._warm.items()):
+            if warm.container_id == cid:
+                self._warm.pop(name, None)
+
+    def forget(self, workspace_id: str, network: bool) -> None:
+        """Drop our cached id so the next ``ensure`` asks the engine again (and recreates a dead
+        container, or waits for one another process is starting)."""
+        self._warm.pop(container_name(workspace_id, network), None)
+
+    def kill(self, cid: str) -> bool:
+        """Kill the container's init, taking every process in it down; it is recreated later."""
+        self._forget(cid)
+        try:
+            with self.errors():
+                self.api.kill(cid)
+        except SandboxError:
+            return False
+        return True
+
+    def touch(self, workspace_id: str, network: bool) -> None:
+        warm = self._warm.get(container_name(workspace_id, network))
+        if warm is not None:
+            warm.last_used = time.time()
+
+    def oom_since(self, cid: str, since: float) -> bool:
+        filters = {"type": "container", "container": cid, "event": "oom"}
+        try:
+            with self.errors():
+                # `until` in the past (or now): a future one makes the engine wait for it.
+                events = self.api.events(
+                    since=f"{since:.3f}",
+                    until=f"{time.time():.3f}",
+                    filters=filters,
+                    decode=True,
+                )
+                return any(True for _ in events)
+        except SandboxError:
+            return False
+
+    # -- housekeeping -----------------------------------------------------------------------
+
+    def release(self, workspace_id: str) -> None:
+        with self.errors():
+            filters = {"label": [self.label, f"{LABEL_WORKSPACE}={workspace_id}"]}
+            for c in self.api.containers(all=True, filters=filters):
+                self._remove(c["Id"])
+
+    def reap_idle(self, max_idle_seconds: float) -> int:
+        now = time.time()
+        removed = 0
+        with self.errors():
+            last_exec = self._recent_exec_times(now - max_idle_seconds, now)
+            for c in self.api.containers(all=True, filters={"label": self.label}):
+                cid = c["Id"]
+                if c.get("State") == "running":
+                    ours = [w.last_used for w in self._warm.values() if w.container_id == cid]
+                    last = max([float(c.get("Created", 0)), last_exec.get(cid, 0.0), *ours])
+                    if now - last <= max_idle_seconds or self._busy(cid):
+                        continue
+                self._remove(cid)
+                removed += 1
+        return removed
+
+    def _recent_exec_times(self, since: float, until: float) -> dict[str, float]:
+        # Other worker processes use these containers too; the engine's event log is the one
+        # place that sees all their execs. (It is bounded, so a very busy engine can forget an
+        # old exec: then a container is recreated once more than needed, never killed mid-call.)
+        latest: dict[str, float] = {}
+        filters = {"type": "container", "event": "exec_start", "label": self.label}
+        for event in self.api.events(
+            since=int(since), until=int(until), filters=filters, decode=True
+        ):
+            cid = event.get("id") or event.get("Actor", {}).get("ID", "")
+            latest[cid] = max(latest.get(cid, 0.0), float(event.get("time", 0)))
+        return latest
+
+    def _busy(self, cid: str) -> bool:
+        import docker.errors
+
+        try:
+            exec_ids = self.api.inspect_container(cid).get("ExecIDs") or []
+            return any(self.api.exec_inspect(e).get("Running") for e in exec_ids)
+        except docker.errors.NotFound:
+            return False
+
+    def health(self) -> tuple[bool, str]:
+        import docker.errors
+
+        try:
+            with self.errors():
+                version = self.api.version().get("Version", "?")
+                try:
+                    image = self.api.inspect_image(self.image)
+                except docker.errors.ImageNotFound:
+                    return False, f"sandbox image {self.image} missing — run `make sandbox-image`"
+                warm = self.api.containers(filters={"label": self.label})
+        except SandboxError as exc:
+            return False, str(exc)
+        size = int(image.get("Size", 0)) >> 20
+        return True, (
+            f"Docker {version} at {self.where}; image {self.image} ({size} MiB); "
+            f"{len(warm)} warm container(s)"
+        )

@@ -1,0 +1,168 @@
+"""Which sandbox backend runs commands, configured from the environment.
+
+``SANDBOX_BACKEND=auto`` (the default) picks docker when an engine is reachable and the sandbox
+image exists, else bubblewrap when it works on this host, else refuses: running tools with no
+isolation is never a silent fallback, only an explicit ``SANDBOX_BACKEND=none``.
+
+Other settings: SANDBOX_IMAGE, SANDBOX_UID, SANDBOX_MEMORY, SANDBOX_PIDS, SANDBOX_CPUS,
+SANDBOX_IDLE_SECONDS; DOCKER_HOST is honoured by the docker SDK.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+
+from tools_app.sandbox.base import Sandbox, SandboxError, parse_size
+
+logger = logging.getLogger(__name__)
+
+BACKENDS = ("docker", "bubblewrap", "none")
+_ALIASES = {"bwrap": "bubblewrap", "": "auto"}
+
+_lock = threading.Lock()
+_instances: dict[str, Sandbox] = {}
+_auto_choice: str | None = None
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise SandboxError(f"{name}={raw!r} is not a whole number") from None
+    if value <= 0:
+        raise SandboxError(f"{name}={raw!r} must be positive")
+    return value
+
+
+def _env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SandboxError(f"{name}={raw!r} is not a number") from None
+    if value <= 0:
+        raise SandboxError(f"{name}={raw!r} must be positive")
+    return value
+
+
+def _env_memory() -> str:
+    raw = os.environ.get("SANDBOX_MEMORY", "").strip() or "512m"
+    try:
+        parse_size(raw)
+    except ValueError:
+        raise SandboxError(f"SANDBOX_MEMORY={raw!r} is not a size (use e.g. 512m or 1g)") from None
+    return raw
+
+
+def idle_seconds() -> float:
+    return _env_float("SANDBOX_IDLE_SECONDS", 600.0)
+
+
+def _build(name: str) -> Sandbox:
+    # Imported here so a host without the docker SDK can still use bubblewrap.
+    if name == "docker":
+        from tools_app.sandbox.docker_backend import DockerSandbox
+
+        return DockerSandbox(
+            image=os.environ.get("SANDBOX_IMAGE", "").strip() or "controlcenter-sandbox:latest",
+            uid=_env_int("SANDBOX_UID", 10001),
+            memory=_env_memory(),
+            pids=_env_int("SANDBOX_PIDS", 128),
+            cpus=_env_float("SANDBOX_CPUS", 1.0),
+        )
+    if name == "bubblewrap":
+        from tools_app.sandbox.bwrap_backend import BubblewrapSandbox
+
+        return BubblewrapSandbox(
+            uid=_env_int("SANDBOX_UID", 10001),
+            memory=_env_memory(),
+            pids=_env_int("SANDBOX_PIDS", 128),
+        )
+    from tools_app.sandbox.none_backend import NoSandbox
+
+    return NoSandbox()
+
+
+def _instance(name: str) -> Sandbox:
+    with _lock:
+        if name not in _instances:
+            _instances[name] = _build(name)
+        return _instances[name]
+
+
+def _normalize(name: str | None) -> str:
+    if name is None:
+        name = os.environ.get("SANDBOX_BACKEND", "auto")
+    name = name.strip().lower()
+    name = _ALIASES.get(name, name)
+    if name != "auto" and name not in BACKENDS:
+        raise SandboxError(
+            f"unknown sandbox backend {name!r}: use auto, docker, bubblewrap or none"
+        )
+    return name
+
+
+def get_sandbox(name: str | None = None) -> Sandbox:
+    """The backend named (or configured by SANDBOX_BACKEND); backends are process singletons."""
+    global _auto_choice
+    name = _normalize(name)
+    if name != "auto":
+        return _instance(name)
+    if _auto_choice is not None:
+        # Decided once per process: a backend that later breaks raises SandboxError on use
+        # rather than commands silently moving to a weaker sandbox mid-conversation.
+        return _instance(_auto_choice)
+    reasons = []
+    for candidate in ("docker", "bubblewrap"):
+        ok, detail = _instance(candidate).health()
+        if ok:
+            with _lock:
+                _auto_choice = _auto_choice or candidate
+            logger.info("sandbox backend: %s (%s)", candidate, detail)
+            return _instance(_auto_choice)
+        reasons.append(f"{candidate}: {detail}")
+    raise SandboxError(
+        "no sandbox available (" + "; ".join(reasons) + "). Start Docker and run "
+        "`make sandbox-image`, install bubblewrap, or set SANDBOX_BACKEND=none to run tools "
+        "without isolation"
+    )
+
+
+def available_backends() -> dict[str, tuple[bool, str]]:
+    """Health of every backend, for the Tools Manager."""
+    result: dict[str, tuple[bool, str]] = {}
+    for name in BACKENDS:
+        try:
+            result[name] = _instance(name).health()
+        except SandboxError as exc:
+            result[name] = (False, str(exc))
+    return result
+
+
+def reap_idle_sandboxes() -> int:
+    """Maintenance hook: reap warm resources of the backends this process has used."""
+    max_idle = idle_seconds()
+    with _lock:
+        backends = list(_instances.values())
+    removed = 0
+    for backend in backends:
+        try:
+            removed += backend.reap_idle(max_idle)
+        except SandboxError as exc:
+            logger.warning("could not reap idle %s sandboxes: %s", backend.name, exc)
+    return removed
+
+
+def reset_for_tests() -> None:
+    """Forget cached backends and the auto choice (tests change the environment)."""
+    global _auto_choice
+    with _lock:
+        _instances.clear()
+        _auto_choice = None
