@@ -3,14 +3,20 @@ with the same words in the trace and the audit log."""
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class ToolError(Exception):
-    """A tool call failed. ``permanent`` says whether retrying the same call could help."""
+    """A tool call failed. ``permanent`` says whether retrying the same call could help;
+    ``data`` is added to the result the model sees (e.g. a failed command's output)."""
 
-    def __init__(self, message: str, *, permanent: bool = True) -> None:
+    def __init__(
+        self, message: str, *, permanent: bool = True, data: dict[str, Any] | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.permanent = permanent
+        self.data = data or {}
 
     def __str__(self) -> str:
         return self.message

@@ -17,9 +17,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from tools_app.schema import plain_schema, strict_schema
+from tools_app.schema import plain_schema, strict_schema, supports_strict
 
 if TYPE_CHECKING:
     from tools_app.runtime import ActivityContext, BindContext
@@ -116,6 +116,23 @@ class BaseTool(BaseModel):
             tools = GROUPS[cls.tool_group].tools
             tools[:] = [t for t in tools if t.tool_name != cls.tool_name] + [cls]
 
+    @model_validator(mode="before")
+    @classmethod
+    def _null_means_default(cls, data: Any) -> Any:
+        # Strict schemas make optional arguments nullable (strict mode has no optional keys),
+        # so a model that follows them sends null for "not given": take the default then.
+        if not isinstance(data, dict):
+            return data
+        return {
+            key: value
+            for key, value in data.items()
+            if not (
+                value is None
+                and key in cls.model_fields
+                and not cls.model_fields[key].is_required()
+            )
+        }
+
     # --- what the model sees ---------------------------------------------------------------
     @classmethod
     def description(cls) -> str:
@@ -123,6 +140,7 @@ class BaseTool(BaseModel):
 
     @classmethod
     def openai_schema(cls, *, strict: bool = True) -> dict[str, Any]:
+        strict = strict and supports_strict(cls)
         parameters = strict_schema(cls) if strict else plain_schema(cls)
         function: dict[str, Any] = {
             "name": cls.tool_name,

@@ -19,20 +19,50 @@ from pydantic import BaseModel
 _STRICT_UNSUPPORTED = ("default", "examples", "title")
 
 
-def plain_schema(model: type[BaseModel]) -> dict[str, Any]:
+def _base(model: type[BaseModel]) -> dict[str, Any]:
     raw = model.model_json_schema()
     defs = raw.pop("$defs", {})
     schema = _inline(raw, defs)
+    schema.pop("description", None)  # the docstring: already the function's description
+    return schema
+
+
+def plain_schema(model: type[BaseModel]) -> dict[str, Any]:
+    schema = _base(model)
     _walk(schema, strict=False)
     return schema
 
 
 def strict_schema(model: type[BaseModel]) -> dict[str, Any]:
-    raw = model.model_json_schema()
-    defs = raw.pop("$defs", {})
-    schema = _inline(raw, defs)
+    schema = _base(model)
     _walk(schema, strict=True)
     return schema
+
+
+def supports_strict(model: type[BaseModel]) -> bool:
+    """Strict mode cannot express free-form values (``dict[str, str]``, ``Any``): such tools
+    are offered with a plain schema instead."""
+    return not _free_form(_base(model))
+
+
+def _free_form(node: Any) -> bool:
+    if isinstance(node, list):
+        return any(_free_form(n) for n in node)
+    if not isinstance(node, dict):
+        return False
+    if node == {} or isinstance(node.get("additionalProperties"), dict):
+        return True
+    if (
+        node.get("type") == "object"
+        and not node.get("properties")
+        and (node.get("additionalProperties") is not False)
+    ):
+        return True
+    children = list(node.get("properties", {}).values())
+    for key in ("items", "anyOf", "oneOf", "allOf"):
+        if key in node:
+            children.append(node[key])
+    return any(_free_form(c) for c in children)
 
 
 def _inline(node: Any, defs: dict[str, Any]) -> Any:
@@ -62,6 +92,9 @@ def _walk(node: Any, *, strict: bool) -> None:
         if default is not None and "description" in node:
             node["description"] = f"{node['description']} (default: {default!r})"
         node.pop("examples", None)
+    if isinstance(node.get("additionalProperties"), dict):  # a map (dict[str, X]): keep it
+        _walk(node["additionalProperties"], strict=strict)
+        return
     if node.get("type") == "object" or "properties" in node:
         node.setdefault("type", "object")
         props: dict[str, Any] = node.setdefault("properties", {})

@@ -98,7 +98,7 @@ def tool_specs(tools: list[type[BaseTool]], *, strict: bool) -> list[ToolSpec]:
                 name=tool.tool_name,
                 description=schema["description"],
                 parameters=schema["parameters"],
-                strict=strict,
+                strict=schema.get("strict", False),
             )
         )
     return specs

@@ -150,7 +150,8 @@ def test_reasoning_for_call_is_asked_for_and_shown(worker, conversation, user, l
         Reply(text="ok"),
     )
     turn = wait_turn(start(conversation, user, "time").pk)
-    params = llm.requests[0]["tools"][0]["function"]["parameters"]
+    [params] = [t["function"]["parameters"] for t in llm.requests[0]["tools"]
+                if t["function"]["name"] == "current_time"]
     assert "_reasoningForCall" in params["properties"] and "_reasoningForCall" in params["required"]
     call = ToolCall.objects.get(turn=turn)
     assert call.status == "succeeded" and call.reasoning == "The user asked the time."

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 
-EXECUTORS: list[str] = ["time"]
+EXECUTORS: list[str] = ["shell", "file", "http", "dev", "time"]
 
 
 def load_all() -> None:

@@ -38,7 +38,7 @@ def _revalidate(call: ToolCall, arguments: dict[str, Any]) -> dict[str, Any]:
         validated.check_policy(selectors.group_settings(call.group), ctx)
     except PolicyDenied as exc:
         raise ApprovalError(f"policy: {exc.reason}") from None
-    return validated.model_dump(mode="json", exclude_unset=True)
+    return validated.model_dump(mode="json", exclude_unset=True, by_alias=True)
 
 
 def toolcall_approve(

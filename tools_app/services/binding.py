@@ -193,7 +193,7 @@ def toolcall_bind(
             raise _Refused(
                 ToolCall.Status.FAILED, format_validation_error(tool.tool_name, exc)
             ) from None
-        call.arguments = validated.model_dump(mode="json", exclude_unset=True)
+        call.arguments = validated.model_dump(mode="json", exclude_unset=True, by_alias=True)
         settings = selectors.group_settings(tool.tool_group)
         try:
             validated.check_policy(settings, ctx)

@@ -23,7 +23,7 @@ from tools_app import selectors
 from tools_app.errors import PolicyDenied, ToolCancelled, ToolError, ToolTimeout
 from tools_app.events import toolcall_publish, toolcall_publish_output
 from tools_app.models import ToolCall
-from tools_app.registry import get_tool, resolve_activity
+from tools_app.registry import activity_name, get_tool, resolve_activity
 from tools_app.runtime import ActivityContext
 from tools_app.services.audit import audit_call
 from tools_app.signals import toolcall_finished
@@ -101,6 +101,17 @@ class _Watchdog:
             close_old_connections()
 
 
+def _settings_group(call: ToolCall) -> str:
+    """An activity runs under the settings of the group it belongs to: the dev toolset's
+    read_file uses the File group's paths and limits, like file_read does."""
+    tool = get_tool(call.tool)
+    if tool is not None:
+        owner = get_tool(activity_name(tool))
+        if owner is not None:
+            return owner.tool_group
+    return call.group
+
+
 def _worker_name() -> str:
     return f"{socket.gethostname()}:{threading.current_thread().name}"
 
@@ -120,7 +131,7 @@ def toolcall_execute(*, tool_call_id: int) -> None:
     toolcall_publish(call)
 
     tool = get_tool(call.tool)
-    settings = selectors.group_settings(call.group)
+    settings = selectors.group_settings(_settings_group(call))
     timeout = float(settings.timeout_seconds)
     ctx = ActivityContext(
         call_id=call.pk,
@@ -138,6 +149,7 @@ def toolcall_execute(*, tool_call_id: int) -> None:
     ctx.emit = watchdog.emit
     started = time.monotonic()
     status, result, error = ToolCall.Status.SUCCEEDED, {}, ""
+    error_data: dict[str, Any] = {}
     watchdog.start()
     try:
         if tool is None:
@@ -161,7 +173,7 @@ def toolcall_execute(*, tool_call_id: int) -> None:
     except PolicyDenied as exc:
         status, error = ToolCall.Status.DENIED, f"policy: {exc.reason}"
     except ToolError as exc:
-        status, error = ToolCall.Status.FAILED, exc.message
+        status, error, error_data = ToolCall.Status.FAILED, exc.message, exc.data
     except Exception as exc:
         logger.exception("tool call %s (%s) crashed", call.pk, call.tool)
         status, error = ToolCall.Status.FAILED, f"{call.tool} failed: {type(exc).__name__}: {exc}"
@@ -169,8 +181,8 @@ def toolcall_execute(*, tool_call_id: int) -> None:
         output = watchdog.stop()
     duration_ms = int((time.monotonic() - started) * 1000)
     if status != ToolCall.Status.SUCCEEDED:
-        result = {"success": False, "error": error}
-        if output:
+        result = {"success": False, "error": error, **error_data}
+        if output and not error_data:
             result["output"] = output[-4000:]
     result["duration_ms"] = duration_ms
     toolcall_finish(

@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from tools_app.errors import PolicyDenied
+from tools_app.executors.file.paths import check_allowed
+from tools_app.executors.file.settings import FileSettings
+from tools_app.registry import BaseTool
+from tools_app.runtime import BindContext
+
+
+class _PathTool(BaseTool, abstract=True):
+    path: str = Field(description="Path relative to the workspace, e.g. src/app.py.")
+
+    def check_policy(self, settings: FileSettings, ctx: BindContext) -> None:  # type: ignore[override]
+        check_allowed(self.path, settings.allowed_paths)
+
+
+class FileRead(_PathTool, group="file"):
+    """Read a text file from the workspace (optionally a range of lines)."""
+
+    path: str = Field(description="Path relative to the workspace.", examples=["README.md"])
+    start_line: int = Field(1, ge=1, description="First line to return (1-based).")
+    max_lines: int | None = Field(None, ge=1, description="How many lines (default: all).")
+
+
+class FileWrite(_PathTool, group="file"):
+    """Write (or append to) a text file in the workspace; parent directories are created."""
+
+    path: str = Field(description="Path relative to the workspace.", examples=["notes.txt"])
+    content: str = Field(description="The text to write.", examples=["hello\n"])
+    mode: Literal["overwrite", "append"] = Field("overwrite", description="overwrite or append.")
+
+    def check_policy(self, settings: FileSettings, ctx: BindContext) -> None:  # type: ignore[override]
+        super().check_policy(settings, ctx)
+        size = len(self.content.encode("utf-8"))
+        if size > settings.max_file_bytes:
+            raise PolicyDenied(
+                f"content is {size} bytes; the limit is {settings.max_file_bytes} bytes"
+            )
+
+
+class FileDelete(_PathTool, group="file"):
+    """Delete a file (or an empty directory) in the workspace."""
+
+    path: str = Field(description="Path relative to the workspace.", examples=["notes.txt"])
+
+
+class FileList(_PathTool, group="file"):
+    """List a directory of the workspace (optionally recursively)."""
+
+    path: str = Field(".", description="Directory relative to the workspace.", examples=["."])
+    recursive: bool = Field(False, description="Include subdirectories.")

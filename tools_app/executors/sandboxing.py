@@ -1,0 +1,71 @@
+"""What every sandboxed executor shares: the backend setting and one way to run a command.
+
+Executors never talk to a backend directly: ``run_in_sandbox`` turns the sandbox's outcome
+into the typed errors the rest of the system understands (timeout, cancel, broken sandbox) and
+streams output to the card.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from tools_app.errors import ToolCancelled, ToolError, ToolTimeout
+from tools_app.registry import GroupSettings
+from tools_app.runtime import ActivityContext
+from tools_app.sandbox import ExecRequest, ExecResult, SandboxError, get_sandbox
+
+Backend = Literal["auto", "docker", "bubblewrap", "none"]
+
+
+class SandboxedSettings(GroupSettings):
+    sandbox_backend: Backend = Field(
+        "auto",
+        description="Where commands run: auto (Docker if reachable, else bubblewrap), docker, "
+        "bubblewrap, or none (directly on the worker host — no isolation).",
+    )
+
+
+def run_in_sandbox(
+    ctx: ActivityContext,
+    settings: SandboxedSettings,
+    argv: list[str],
+    *,
+    timeout: float,
+    max_output: int = 1_000_000,
+    network: bool = False,
+    stdin: bytes | None = None,
+    env: dict[str, str] | None = None,
+    cwd: str = "/workspace",
+    stream: bool = True,
+) -> ExecResult:
+    backend = None if settings.sandbox_backend == "auto" else settings.sandbox_backend
+    try:
+        sandbox = get_sandbox(backend)
+        request = ExecRequest(
+            argv=argv,
+            cwd=cwd,
+            env=env or {},
+            stdin=stdin,
+            timeout=timeout,
+            max_output=max_output,
+            network=network,
+        )
+        result = sandbox.exec(
+            ctx.workspace_id,
+            ctx.workspace_dir,
+            request,
+            on_output=ctx.emit_output if stream else None,
+            cancel=ctx.cancel,
+        )
+    except SandboxError as exc:
+        raise ToolError(f"sandbox unavailable: {exc}", permanent=False) from exc
+    except ValueError as exc:  # a request the sandbox refuses (e.g. cwd outside /workspace)
+        raise ToolError(str(exc)) from exc
+    ctx.sandbox_id = result.sandbox_id
+    if result.cancelled:
+        raise ToolCancelled()
+    if result.timed_out:
+        raise ToolTimeout(timeout, output=result.stdout + result.stderr)
+    return result
