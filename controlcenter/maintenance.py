@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
 from django.db import close_old_connections
 
@@ -30,8 +31,8 @@ def run_maintenance_once() -> None:
         close_old_connections()
 
 
-# Other parts (sandbox reaping) append callables here.
-HOOKS: list = []
+# Further housekeeping, run after the reaper (sandbox reaping is appended below).
+HOOKS: list[Callable[[], None]] = []
 
 
 def start_maintenance_thread() -> None:
@@ -45,3 +46,14 @@ def start_maintenance_thread() -> None:
             run_maintenance_once()
 
     threading.Thread(target=loop, name="cc-maintenance", daemon=True).start()
+
+
+def _reap_idle_sandboxes() -> None:
+    from tools_app.sandbox import reap_idle_sandboxes
+
+    reaped = reap_idle_sandboxes()
+    if reaped:
+        logger.info("removed %d idle sandbox container(s)", reaped)
+
+
+HOOKS.append(_reap_idle_sandboxes)
