@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from tools_app.registry import GroupSettings, ToolGroup, register_group
+
+Operation = Literal["list", "inspect", "logs", "exec", "start", "stop", "restart"]
+READ_ONLY: list[Operation] = ["list", "inspect", "logs"]
+
+
+class DockerSettings(GroupSettings):
+    timeout_seconds: int = Field(30, ge=1, le=600, description="Longest an operation may run (s).")
+    engine: str = Field(
+        "",
+        description="Engine address: a socket path (/var/run/docker.sock) or URL "
+        "(tcp://host:2376). Empty: DOCKER_HOST or the default socket.",
+    )
+    allowed_operations: list[Operation] = Field(
+        default_factory=lambda: list(READ_ONLY),
+        description="Operations the tools may perform, one per line (list, inspect, logs, "
+        "exec, start, stop, restart).",
+    )
+    allowed_containers: list[str] = Field(
+        default_factory=lambda: ["*"],
+        description="Container names (globs like web-*) or labels (label:app=web), one per "
+        "line. Sandbox containers only match when named exactly.",
+    )
+    max_log_bytes: int = Field(
+        100_000, ge=1_000, le=10_000_000, description="Log output kept per call (bytes)."
+    )
+
+    @field_validator("allowed_containers")
+    @classmethod
+    def _entries(cls, value: list[str]) -> list[str]:
+        return [v.strip() for v in value if v.strip()]
+
+    @field_validator("allowed_operations")
+    @classmethod
+    def _unique(cls, value: list[Operation]) -> list[Operation]:
+        return list(dict.fromkeys(value))
+
+
+GROUP = register_group(
+    ToolGroup(
+        name="docker",
+        label="Docker",
+        description="List, inspect and read logs of containers on a Docker engine; exec, start, "
+        "stop and restart only when an admin allows them.",
+        settings_model=DockerSettings,
+        order=50,
+    )
+)
