@@ -5,6 +5,16 @@
 // carry their offset. So a reconnect is just: take the snapshot, then keep applying events;
 // stale fragments (lower version) and already-applied chunks (lower offset) are ignored.
 
+import {
+  adoptNewerCards,
+  appendChunk,
+  approvalCommand,
+  fragment,
+  showApprovalError,
+  trackTouchedDetails,
+  upsert,
+} from "./cards.js";
+
 const chat = document.getElementById("chat");
 const messages = document.getElementById("messages");
 const form = document.getElementById("composer");
@@ -19,8 +29,6 @@ let socket = null;
 let retryDelay = 250;
 let running = chat.dataset.running === "true";
 
-const codePoints = (text) => Array.from(text);
-
 function nearBottom() {
   return messages.scrollHeight - messages.scrollTop - messages.clientHeight < 120;
 }
@@ -29,12 +37,6 @@ function keepScrolled(fn) {
   const stick = nearBottom();
   fn();
   if (stick) messages.scrollTop = messages.scrollHeight;
-}
-
-function fragment(html) {
-  const template = document.createElement("template");
-  template.innerHTML = html.trim();
-  return template.content.firstElementChild;
 }
 
 function setRunning(value) {
@@ -46,45 +48,6 @@ function setRunning(value) {
 
 function showError(text) {
   errorLine.textContent = text || "";
-}
-
-// Replace an element by a newer version of itself, keeping what the person opened.
-function upsert(existing, incoming, insert) {
-  if (existing) {
-    if (Number(existing.dataset.version) > Number(incoming.dataset.version)) return existing;
-    existing.querySelectorAll("details[data-touched]").forEach((d) => {
-      const twin = incoming.querySelector(`details.${d.classList[0]}`);
-      if (twin) {
-        twin.open = d.open;
-        twin.dataset.touched = "1";
-      }
-    });
-    existing.replaceWith(incoming);
-  } else {
-    insert(incoming);
-  }
-  return incoming;
-}
-
-// A card may have arrived before its message (events from different workers race). The
-// message fragment carries its own copy of the card: keep whichever version is newer, once.
-function adoptNewerCards(incomingMessage) {
-  incomingMessage.querySelectorAll(".toolcall").forEach((copy) => {
-    const live = document.getElementById(copy.id);
-    if (!live) return;
-    if (Number(live.dataset.version) > Number(copy.dataset.version)) copy.replaceWith(live);
-    else live.remove();
-  });
-}
-
-function appendChunk(element, offset, text) {
-  if (!element) return;
-  const length = Number(element.dataset.len || 0);
-  if (offset > length) return; // a gap: the next full fragment brings the missing part
-  const fresh = codePoints(text).slice(length - offset).join("");
-  if (!fresh) return;
-  element.append(fresh);
-  element.dataset.len = String(length + codePoints(fresh).length);
 }
 
 const handlers = {
@@ -129,14 +92,7 @@ const handlers = {
     setRunning(event.running);
   },
   error(event) {
-    if (event.call_id) {
-      const box = document.querySelector(`#toolcall-${event.call_id} .approval-error`);
-      if (box) {
-        box.textContent = event.message;
-        box.closest("details").open = true;
-        return;
-      }
-    }
+    if (event.call_id && showApprovalError(event.call_id, event.message)) return;
     showError(event.message);
   },
 };
@@ -199,30 +155,11 @@ stopButton.addEventListener("click", () => {
 messages.addEventListener("click", (event) => {
   const button = event.target.closest("button[data-action]");
   if (!button || !socket) return;
-  const callId = Number(button.dataset.callId);
-  const action = button.dataset.action;
-  if (action === "approve-edited") {
-    const card = button.closest(".toolcall");
-    const errorBox = card.querySelector(".approval-error");
-    let args;
-    try {
-      args = JSON.parse(card.querySelector(".approval-edit textarea").value);
-    } catch (err) {
-      errorBox.textContent = `Not valid JSON: ${err.message}`;
-      return;
-    }
-    socket.send(JSON.stringify({ action: "approve", call_id: callId, arguments: args }));
-  } else if (action === "approve" || action === "deny") {
-    socket.send(JSON.stringify({ action, call_id: callId }));
-  }
+  const command = approvalCommand(button);
+  if (command) socket.send(JSON.stringify(command));
 });
 
-// Remember which collapsible parts the person opened or closed themselves. (Not the toggle
-// event: it also fires when a fragment arrives with `open` set.)
-messages.addEventListener("click", (event) => {
-  const details = event.target.closest("summary")?.parentElement;
-  if (details?.tagName === "DETAILS") details.dataset.touched = "1";
-});
+trackTouchedDetails(messages);
 
 setRunning(running);
 messages.scrollTop = messages.scrollHeight;

@@ -1,0 +1,93 @@
+// Tool-call cards, shared by the chat page and the Tools Manager's Test runs.
+//
+// Cards arrive as whole, versioned HTML fragments (rendered from the same template as the
+// page) and live output arrives as chunks with offsets, so applying an event twice or late
+// is harmless: an older version is ignored, an already-seen chunk is skipped.
+
+const codePoints = (text) => Array.from(text);
+
+export const TERMINAL = new Set(["succeeded", "failed", "denied", "cancelled"]);
+
+export function fragment(html) {
+  const template = document.createElement("template");
+  template.innerHTML = html.trim();
+  return template.content.firstElementChild;
+}
+
+// Replace an element by a newer version of itself, keeping what the person opened.
+export function upsert(existing, incoming, insert) {
+  if (existing) {
+    if (Number(existing.dataset.version) > Number(incoming.dataset.version)) return existing;
+    existing.querySelectorAll("details[data-touched]").forEach((d) => {
+      const twin = incoming.querySelector(`details.${d.classList[0]}`);
+      if (twin) {
+        twin.open = d.open;
+        twin.dataset.touched = "1";
+      }
+    });
+    existing.replaceWith(incoming);
+  } else {
+    insert(incoming);
+  }
+  return incoming;
+}
+
+// A card may have arrived before its message (events from different workers race). The
+// message fragment carries its own copy of the card: keep whichever version is newer, once.
+export function adoptNewerCards(incomingMessage) {
+  incomingMessage.querySelectorAll(".toolcall").forEach((copy) => {
+    const live = document.getElementById(copy.id);
+    if (!live) return;
+    if (Number(live.dataset.version) > Number(copy.dataset.version)) copy.replaceWith(live);
+    else live.remove();
+  });
+}
+
+export function appendChunk(element, offset, text) {
+  if (!element) return;
+  const length = Number(element.dataset.len || 0);
+  if (offset > length) return; // a gap: the next full fragment brings the missing part
+  const fresh = codePoints(text).slice(length - offset).join("");
+  if (!fresh) return;
+  element.append(fresh);
+  element.dataset.len = String(length + codePoints(fresh).length);
+}
+
+// The websocket command for a clicked approval button, or null (not one, or bad JSON: then
+// the card's error line says why).
+export function approvalCommand(button) {
+  const callId = Number(button.dataset.callId);
+  const action = button.dataset.action;
+  if (action === "approve-edited") {
+    const card = button.closest(".toolcall");
+    const errorBox = card.querySelector(".approval-error");
+    let args;
+    try {
+      args = JSON.parse(card.querySelector(".approval-edit textarea").value);
+    } catch (err) {
+      errorBox.textContent = `Not valid JSON: ${err.message}`;
+      return null;
+    }
+    return { action: "approve", call_id: callId, arguments: args };
+  }
+  if (action === "approve" || action === "deny") return { action, call_id: callId };
+  return null;
+}
+
+// Show a refused decision on its card; false when the card is not on this page.
+export function showApprovalError(callId, message) {
+  const box = document.querySelector(`#toolcall-${callId} .approval-error`);
+  if (!box) return false;
+  box.textContent = message;
+  box.closest("details").open = true;
+  return true;
+}
+
+// Remember which collapsible parts the person opened or closed themselves. (Not the toggle
+// event: it also fires when a fragment arrives with `open` set.)
+export function trackTouchedDetails(root) {
+  root.addEventListener("click", (event) => {
+    const details = event.target.closest("summary")?.parentElement;
+    if (details?.tagName === "DETAILS") details.dataset.touched = "1";
+  });
+}

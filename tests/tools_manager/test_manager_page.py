@@ -1,0 +1,112 @@
+"""The manager's rows: state, sandbox health, calls and failures in 24 h, last test."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Literal
+
+import pytest
+from django.utils import timezone
+from pydantic import Field
+
+from tools_app import manager_selectors
+from tools_app.models import ToolCall, ToolGroupConfig
+from tools_app.registry import GROUPS, GroupSettings, ToolGroup, register_group
+
+
+class BoxSettings(GroupSettings):
+    sandbox_backend: Literal["auto", "docker", "bubblewrap", "none"] = Field("docker")
+
+
+@pytest.fixture
+def boxed_group():
+    group = register_group(
+        ToolGroup(
+            name="boxed",
+            label="Boxed",
+            description="Test-only sandboxed group.",
+            settings_model=BoxSettings,
+            sandboxed=True,
+        )
+    )
+    yield group
+    GROUPS.pop("boxed", None)
+
+
+@pytest.fixture
+def health(monkeypatch):
+    state = {
+        "backends": {
+            "docker": (True, "Docker 27"),
+            "bubblewrap": (False, "no bwrap"),
+            "none": (True, "no sandbox"),
+        },
+        "auto": ("docker", ""),
+    }
+    monkeypatch.setattr(manager_selectors, "_probe", lambda: (state["backends"], state["auto"]))
+    monkeypatch.setattr(manager_selectors, "_health_cache", None)  # restored afterwards
+    return state
+
+
+def status(settings_backend: str) -> manager_selectors.SandboxStatus:
+    group = GROUPS["boxed"]
+    return manager_selectors.sandbox_status(group, BoxSettings(sandbox_backend=settings_backend))
+
+
+def test_it_shows_the_configured_backend_and_its_health(boxed_group, health):
+    assert status("docker").state == "ok"
+    bad = status("bubblewrap")
+    assert (bad.state, bad.detail) == ("bad", "no bwrap")
+    auto = status("auto")
+    assert (auto.backend, auto.resolved, auto.state) == ("auto", "docker", "ok")
+
+
+def test_no_sandbox_is_a_red_warning(boxed_group, health, staff_client):
+    assert status("none").state == "unsafe"
+    ToolGroupConfig.objects.create(name="boxed", settings={"sandbox_backend": "none"})
+    html = staff_client.get("/tools/").content.decode()
+    assert "no sandbox: commands run directly on the worker host" in html
+
+
+def test_a_broken_sandbox_module_shows_unknown(boxed_group, monkeypatch):
+    def broken():
+        raise ImportError("no module named docker")
+
+    monkeypatch.setattr(manager_selectors, "_probe", broken)
+    monkeypatch.setattr(manager_selectors, "_health_cache", None)
+    assert status("docker").state == "unknown"
+    assert status("auto").state == "unknown"
+
+
+def test_in_process_groups_show_a_dash(staff_client):
+    html = staff_client.get("/tools/").content.decode()
+    assert "in-process" in html
+    assert not manager_selectors.group_row("time").sandbox.sandboxed
+
+
+def test_it_counts_calls_and_failures_of_the_last_24_hours(db):
+    def call(status: str, age_hours: float = 1, source: str = "chat") -> ToolCall:
+        c = ToolCall.objects.create(tool="current_time", group="time", status=status, source=source)
+        ToolCall.objects.filter(pk=c.pk).update(
+            created_at=timezone.now() - timedelta(hours=age_hours)
+        )
+        return c
+
+    call("succeeded")
+    call("failed")
+    call("denied")
+    call("failed", age_hours=30)  # too old
+    latest_test = call("succeeded", age_hours=0.5, source="test")
+    call("failed", age_hours=2, source="test")
+    row = manager_selectors.group_row("time")
+    assert (row.calls_24h, row.failed_24h, row.denied_24h, row.failures_24h) == (5, 2, 1, 3)
+    assert row.last_test == latest_test
+
+
+def test_the_page_lists_groups_functions_and_their_switches(staff_client):
+    html = staff_client.get("/tools/").content.decode()
+    assert 'id="group-time"' in html and 'id="function-current_time"' in html
+    for label in ("Enabled", "Requires approval", "Ask why"):
+        assert f'<span class="switch-text">{label}</span>' in html
+    assert 'role="switch"' in html
+    assert "never tested" in html

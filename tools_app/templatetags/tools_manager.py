@@ -1,0 +1,23 @@
+"""Template helpers for the Tools Manager and audit pages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+from django.utils.http import urlencode
+
+register = template.Library()
+
+
+@register.filter
+def status_label(value: str) -> str:
+    """``awaiting_approval`` → ``awaiting approval`` (audit statuses are words, not codes)."""
+    return str(value or "").replace("_", " ")
+
+
+@register.simple_tag
+def query_with(query: dict[str, Any], **changes: Any) -> str:
+    """The current filters as a query string, with some keys changed (pages, exports)."""
+    merged = {**query, **changes}
+    return urlencode({k: v for k, v in merged.items() if v not in ("", None)})
