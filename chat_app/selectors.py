@@ -19,6 +19,14 @@ def conversation_for(user: Any, conversation_id: int) -> Conversation | None:
     return conversations_for(user).filter(pk=conversation_id).first()
 
 
+def conversation_for_viewer(user: Any, conversation_id: int) -> Conversation | None:
+    """The owner's conversation; staff may also look at anyone's (read-only: the audit log
+    links to them)."""
+    if getattr(user, "is_staff", False):
+        return Conversation.objects.select_related("owner").filter(pk=conversation_id).first()
+    return conversation_for(user, conversation_id)
+
+
 def conversation_messages(conversation: Conversation) -> list[Message]:
     calls = ToolCall.objects.order_by("index", "id")
     return list(
@@ -33,7 +41,7 @@ def running_turn(conversation: Conversation) -> Turn | None:
 
 
 def conversation_snapshot_for(*, user: Any, conversation_id: int) -> dict[str, Any] | None:
-    conversation = conversation_for(user, conversation_id)
+    conversation = conversation_for_viewer(user, conversation_id)
     if conversation is None:
         return None
     turn = running_turn(conversation)

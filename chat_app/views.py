@@ -36,7 +36,9 @@ def conversation_new(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def conversation_page(request: HttpRequest, conversation_id: int) -> HttpResponse:
-    conversation = _owned(request, conversation_id)
+    conversation = selectors.conversation_for_viewer(request.user, conversation_id)
+    if conversation is None:
+        raise Http404("conversation not found")
     return render(
         request,
         "chat/page.html",
@@ -46,6 +48,7 @@ def conversation_page(request: HttpRequest, conversation_id: int) -> HttpRespons
             "messages": selectors.conversation_messages(conversation),
             "running": selectors.running_turn(conversation) is not None,
             "provider": conversation.provider or provider_default(),
+            "read_only": conversation.owner_id != request.user.pk,
         },
     )
 

@@ -100,3 +100,17 @@ def test_docker_compose_file_is_valid():
         cwd=ROOT,
     )
     assert proc.returncode == 0, proc.stderr
+
+
+def test_staff_may_read_anyones_conversation_but_others_may_not(client, user, other_user, staff_user):
+    from chat_app.models import Conversation
+
+    mine = Conversation.objects.create(owner=user, title="Alice's plans")
+    client.force_login(other_user)
+    assert client.get(f"/c/{mine.pk}/").status_code == 404
+    client.force_login(staff_user)
+    page = client.get(f"/c/{mine.pk}/")
+    assert page.status_code == 200
+    body = page.content.decode()
+    assert "Viewing <strong>alice</strong>" in body and "read-only" in body
+    assert 'id="composer" class="composer" autocomplete="off" hidden' in body
