@@ -34,8 +34,12 @@ def setup_django(mode: str) -> None:
     os.environ.update(mode_env(mode))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlcenter.settings")
     sys.path.insert(0, str(ROOT))
+    # Bench databases are disposable: start from a fresh schema every run.
     if mode == "distributed":
-        _ensure_postgres_db()
+        _fresh_postgres_db()
+    else:
+        for suffix in ("", "-wal", "-shm"):
+            (Path(env_var_dir(mode)) / f"db.sqlite3{suffix}").unlink(missing_ok=True)
         import redis
 
         redis.Redis.from_url(REDIS_URL).flushdb()
@@ -46,14 +50,17 @@ def setup_django(mode: str) -> None:
     call_command("migrate", verbosity=0, interactive=False)
 
 
-def _ensure_postgres_db() -> None:
+def env_var_dir(mode: str) -> str:
+    return mode_env(mode)["CC_VAR_DIR"]
+
+
+def _fresh_postgres_db() -> None:
     import psycopg
 
     base, _, name = DATABASE_URL.rpartition("/")
     with psycopg.connect(base + "/postgres", autocommit=True) as conn:
-        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
-        if not exists:
-            conn.execute(f'CREATE DATABASE "{name}"')
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
 
 
 def child_env(mode: str) -> dict[str, str]:

@@ -143,9 +143,9 @@ if MODE == "distributed":
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "controlcenter.layers.ThreadSafeInMemoryChannelLayer"}}
     CELERY_BROKER_URL = "memory://"
-    # kombu polls the in-memory transport once a second by default: far too slow for a
-    # tool round trip (see docs/ORCHESTRATOR.md, "Embedded mode").
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"polling_interval": 0.001}
+    # kombu polls the in-memory transport (1 s by default); ours is woken by each message.
+    CELERY_BROKER_TRANSPORT = "controlcenter.memory_transport:Transport"
+    CELERY_BROKER_TRANSPORT_OPTIONS = {}
 
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_RESULT_BACKEND = None

@@ -1,0 +1,59 @@
+"""kombu's in-memory transport, woken by messages instead of polling.
+
+Embedded mode runs Celery on ``memory://`` inside the web process. kombu's transport sleeps
+``polling_interval`` between empty polls: the default 1 s adds a second to every tool call,
+and 1 ms keeps an idle process busy. Here a put notifies a condition the worker waits on, so a
+task is picked up at once and an idle worker sleeps.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from queue import Empty
+from time import monotonic
+from typing import Any
+
+from kombu.transport import memory
+
+_changed = threading.Condition()
+_generation = 0
+IDLE_WAIT = 1.0  # longest wait without a notification (a safety net, not the latency)
+
+
+def _notify() -> None:
+    global _generation
+    with _changed:
+        _generation += 1
+        _changed.notify_all()
+
+
+class Channel(memory.Channel):
+    def _put(self, queue: str, message: Any, **kwargs: Any) -> None:
+        super()._put(queue, message, **kwargs)
+        _notify()
+
+    def _put_fanout(self, exchange: str, message: Any, routing_key: str, **kwargs: Any) -> None:
+        super()._put_fanout(exchange, message, routing_key, **kwargs)
+        _notify()
+
+
+class Transport(memory.Transport):
+    Channel = Channel
+
+    def drain_events(self, connection: Any, timeout: float | None = None) -> None:
+        started = monotonic()
+        while True:
+            with _changed:
+                seen = _generation
+            try:
+                self.cycle.get(self._deliver, timeout=timeout)
+                return
+            except Empty:
+                pass
+            waited = monotonic() - started
+            if timeout is not None and waited >= timeout:
+                raise socket.timeout()
+            budget = IDLE_WAIT if timeout is None else min(IDLE_WAIT, timeout - waited)
+            with _changed:
+                _changed.wait_for(lambda: _generation != seen, timeout=budget)
