@@ -12,6 +12,7 @@ import logging
 import os
 import threading
 from collections.abc import Iterable
+from concurrent.futures import Future
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -32,48 +33,73 @@ async def apublish(groups: Iterable[str], payload: dict[str, Any]) -> None:
     layer = get_channel_layer()
     if layer is None:
         return
-    for group in groups:
+    message = {"type": "cc.event", "payload": payload}
+
+    async def send(group: str) -> None:
         try:
-            await layer.group_send(group, {"type": "cc.event", "payload": payload})
+            await layer.group_send(group, message)
         except Exception:  # a full or unreachable layer must not break a tool call
             logger.warning("could not publish %s to %s", payload.get("type"), group, exc_info=True)
 
+    await asyncio.gather(*(send(g) for g in groups))
 
-class _PublisherLoop:
-    """One long-lived event loop per process for publishing from sync code.
+
+class _Publisher:
+    """Publishing from sync code: one long-lived event loop thread per process, fed through
+    one queue so events leave in the order they were published.
 
     ``async_to_sync`` would start a fresh loop per call, and channels_redis keeps its Redis
-    connections per loop, so every event would pay for a new connection. Re-created after a
-    fork (Celery's prefork children).
+    connections per loop, so every event would pay for a new connection. ``wait=False`` lets a
+    tool call go on while its live updates are sent. Re-created after a fork (Celery's prefork
+    children).
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._queue: asyncio.Queue[tuple[list[str], dict[str, Any], Future[None] | None]]
         self._pid = 0
 
-    def loop(self) -> asyncio.AbstractEventLoop:
+    def _start(self) -> asyncio.AbstractEventLoop:
         with self._lock:
             if self._loop is None or self._pid != os.getpid():
                 loop = asyncio.new_event_loop()
+                self._queue = asyncio.Queue()
+                loop.create_task(self._drain())
                 thread = threading.Thread(target=loop.run_forever, name="cc-publisher", daemon=True)
                 thread.start()
                 self._loop, self._pid = loop, os.getpid()
             return self._loop
 
+    async def _drain(self) -> None:
+        while True:
+            groups, payload, done = await self._queue.get()
+            try:
+                await apublish(groups, payload)
+            finally:
+                if done is not None:
+                    done.set_result(None)
 
-_publisher = _PublisherLoop()
+    def submit(self, groups: list[str], payload: dict[str, Any], *, wait: bool) -> None:
+        loop = self._start()
+        done: Future[None] | None = Future() if wait else None
+        loop.call_soon_threadsafe(self._queue.put_nowait, (groups, payload, done))
+        if done is not None:
+            done.result(timeout=30)
 
 
-def publish(groups: Iterable[str], payload: dict[str, Any]) -> None:
+_publisher = _Publisher()
+
+
+def publish(groups: Iterable[str], payload: dict[str, Any], *, wait: bool = True) -> None:
+    """Publish from sync code. ``wait=False``: queue it (in order) and return at once."""
     groups = list(groups)
     if not groups:
         return
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        future = asyncio.run_coroutine_threadsafe(apublish(groups, payload), _publisher.loop())
-        future.result(timeout=30)
+        _publisher.submit(groups, payload, wait=wait)
         return
     # Called from sync code running inside an event loop's thread (should not happen in our
     # code paths); fall back to asgiref, which raises a clear error in that case.

@@ -9,6 +9,10 @@ from tools_app.models import ToolCall
 
 
 def toolcall_groups(call: ToolCall) -> list[str]:
+    # A chat call is watched on its conversation; the per-call group serves Test runs and
+    # API calls, which have no conversation.
+    if call.conversation_id is not None and call.source != ToolCall.Source.TEST:
+        return [conversation_group(call.conversation_id)]
     groups = [toolcall_group(call.pk)]
     if call.conversation_id is not None:
         groups.append(conversation_group(call.conversation_id))
@@ -31,12 +35,13 @@ def toolcall_event(call: ToolCall) -> dict[str, object]:
     }
 
 
-def toolcall_publish(call: ToolCall) -> None:
-    publish(toolcall_groups(call), toolcall_event(call))
+def toolcall_publish(call: ToolCall, *, wait: bool = True) -> None:
+    publish(toolcall_groups(call), toolcall_event(call), wait=wait)
 
 
 def toolcall_publish_output(call: ToolCall, *, offset: int, text: str) -> None:
     publish(
         toolcall_groups(call),
         {"type": "output", "id": call.pk, "offset": offset, "text": text},
+        wait=False,
     )

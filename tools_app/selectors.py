@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from pydantic import ValidationError
 
@@ -13,17 +14,46 @@ from tools_app.registry import GROUPS, TOOLS, BaseTool, GroupSettings
 logger = logging.getLogger(__name__)
 
 
-def group_settings(name: str) -> GroupSettings:
-    """The group's validated settings; defaults for anything never saved."""
+def _validated_settings(name: str, stored: dict[str, object]) -> GroupSettings:
     group = GROUPS[name]
-    config = ToolGroupConfig.objects.filter(name=name).only("settings").first()
-    stored = dict(config.settings) if config else {}
     known = {k: v for k, v in stored.items() if k in group.settings_model.model_fields}
     try:
         return group.settings_model.model_validate(known)
     except ValidationError:
         logger.warning("stored settings of tool group %s are invalid; using defaults", name)
         return group.settings_model()
+
+
+def group_settings(name: str) -> GroupSettings:
+    """The group's validated settings; defaults for anything never saved."""
+    config = ToolGroupConfig.objects.filter(name=name).only("settings").first()
+    return _validated_settings(name, dict(config.settings) if config else {})
+
+
+@dataclass(frozen=True)
+class ToolState:
+    """Everything binding needs to know about one tool, read in two queries."""
+
+    disabled_reason: str | None
+    requires_approval: bool
+    settings: GroupSettings
+
+
+def tool_state(tool: type[BaseTool]) -> ToolState:
+    group = ToolGroupConfig.objects.filter(name=tool.tool_group).first()
+    function = function_config(tool.tool_name)
+    reason = None
+    if group is not None and not group.enabled:
+        reason = (
+            f"tool {tool.tool_name!r} is disabled: its group {tool.tool_group!r} is switched off"
+        )
+    elif not function.enabled:
+        reason = f"tool {tool.tool_name!r} is disabled by an administrator"
+    return ToolState(
+        disabled_reason=reason,
+        requires_approval=function.requires_approval,
+        settings=_validated_settings(tool.tool_group, dict(group.settings) if group else {}),
+    )
 
 
 def group_enabled(name: str) -> bool:

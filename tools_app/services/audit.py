@@ -57,32 +57,32 @@ def _call_fields(call: ToolCall) -> dict[str, Any]:
     }
 
 
-def audit_call(call: ToolCall) -> AuditRecord:
-    """Open or complete the record of ``call`` (one record per call)."""
+def audit_call(call: ToolCall, *, new: bool = False) -> None:
+    """Open (``new``) or complete the record of ``call`` (one record per call)."""
     fields = _call_fields(call)
-    updated = AuditRecord.objects.filter(kind=AuditRecord.Kind.CALL, tool_call=call).update(
-        **fields
-    )
-    if updated:
-        return AuditRecord.objects.get(kind=AuditRecord.Kind.CALL, tool_call=call)
-    title = ""
+    if not new:
+        if AuditRecord.objects.filter(kind=AuditRecord.Kind.CALL, tool_call=call).update(**fields):
+            return
+    title, username = "", ""
     if call.conversation_id is not None:
         from chat_app.models import Conversation
 
-        title = (
+        row = (
             Conversation.objects.filter(pk=call.conversation_id)
-            .values_list("title", flat=True)
+            .values_list("title", "owner_id", "owner__username")
             .first()
-            or ""
         )
-    username = ""
-    if call.user_id is not None:
+        if row is not None:
+            title = row[0]
+            if row[1] == call.user_id:
+                username = row[2]
+    if call.user_id is not None and not username:
         from django.contrib.auth import get_user_model
 
         username = (
             get_user_model().objects.filter(pk=call.user_id).values_list("username", flat=True)
         ).first() or ""
-    return AuditRecord.objects.create(
+    AuditRecord.objects.create(
         kind=AuditRecord.Kind.CALL,
         tool_call=call,
         user_id=call.user_id,

@@ -80,7 +80,7 @@ def _parse_arguments(request: CallRequest) -> dict[str, Any]:
     if raw is None or raw == "":
         return {}
     if isinstance(raw, dict):
-        return dict(raw)
+        return _valid_text(request, dict(raw))
     try:
         value = json.loads(raw)
     except json.JSONDecodeError as exc:
@@ -93,10 +93,25 @@ def _parse_arguments(request: CallRequest) -> dict[str, Any]:
             ToolCall.Status.FAILED,
             f"arguments for {request.tool} must be a JSON object, got {type(value).__name__}",
         )
+    return _valid_text(request, value)
+
+
+def _valid_text(request: CallRequest, value: dict[str, Any]) -> dict[str, Any]:
+    # JSON may spell lone surrogates ("\udcc0"); no database stores them as text.
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise _Refused(
+            ToolCall.Status.FAILED,
+            f"arguments for {request.tool} contain text that is not valid Unicode "
+            "(a lone surrogate such as \\udcc0)",
+        ) from None
     return value
 
 
-def _lookup(request: CallRequest, allowed_tools: set[str] | None) -> type[BaseTool]:
+def _lookup(
+    request: CallRequest, allowed_tools: set[str] | None
+) -> tuple[type[BaseTool], selectors.ToolState]:
     tool = get_tool(request.tool)
     offered = sorted(TOOLS if allowed_tools is None else allowed_tools & set(TOOLS))
     if tool is None:
@@ -110,10 +125,10 @@ def _lookup(request: CallRequest, allowed_tools: set[str] | None) -> type[BaseTo
             f"tool {tool.tool_name!r} is not available to this agent",
             verdict="denied",
         )
-    reason = selectors.tool_disabled_reason(tool)
-    if reason:
-        raise _Refused(ToolCall.Status.DENIED, reason, verdict="denied")
-    return tool
+    state = selectors.tool_state(tool)
+    if state.disabled_reason:
+        raise _Refused(ToolCall.Status.DENIED, state.disabled_reason, verdict="denied")
+    return tool, state
 
 
 def _check_limits(
@@ -164,6 +179,11 @@ def toolcall_bind(
 ) -> ToolCall:
     """Create the ToolCall for ``request``: ``queued`` (or ``awaiting_approval``) when it may
     run, already terminal when it may not. Dispatching is the caller's next step."""
+    raw_text = (
+        request.arguments
+        if isinstance(request.arguments, str)
+        else json.dumps(request.arguments or {})
+    )
     call = ToolCall(
         conversation_id=ctx.conversation_id,
         turn_id=turn_id,
@@ -173,15 +193,12 @@ def toolcall_bind(
         call_id=request.call_id,
         index=request.index,
         tool=request.tool,
-        raw_arguments=(
-            request.arguments
-            if isinstance(request.arguments, str)
-            else json.dumps(request.arguments or {})
-        ),
+        # Kept as the model sent it, minus anything no database can store as text.
+        raw_arguments=raw_text.encode("utf-8", "backslashreplace").decode("utf-8"),
     )
     allowed = set(allowed_tools) if allowed_tools is not None else None
     try:
-        tool = _lookup(request, allowed)
+        tool, state = _lookup(request, allowed)
         call.group = tool.tool_group
         call.queue = GROUPS[tool.tool_group].queue
         arguments = _parse_arguments(request)
@@ -194,7 +211,7 @@ def toolcall_bind(
                 ToolCall.Status.FAILED, format_validation_error(tool.tool_name, exc)
             ) from None
         call.arguments = validated.model_dump(mode="json", exclude_unset=True, by_alias=True)
-        settings = selectors.group_settings(tool.tool_group)
+        settings = state.settings
         try:
             validated.check_policy(settings, ctx)
         except PolicyDenied as exc:
@@ -212,7 +229,7 @@ def toolcall_bind(
         )
         call.policy_verdict = "allowed"
         call.latent = is_latent(tool)
-        if selectors.function_config(tool.tool_name).requires_approval:
+        if state.requires_approval:
             call.status = ToolCall.Status.AWAITING_APPROVAL
         else:
             call.status = ToolCall.Status.QUEUED
@@ -226,7 +243,7 @@ def toolcall_bind(
         call.finished_at = timezone.now()
         call.duration_ms = 0
     call.save()
-    audit_call(call)
+    audit_call(call, new=True)
     return call
 
 

@@ -60,10 +60,10 @@ class _Watchdog:
     def stop(self) -> str:
         self._stop.set()
         self._thread.join(timeout=5)
-        self._flush()
+        self._flush(publish=False)  # the final card carries the whole output anyway
         return self._output
 
-    def _flush(self) -> None:
+    def _flush(self, *, publish: bool = True) -> None:
         with self._lock:
             text = "".join(self._pending)
             self._pending.clear()
@@ -75,7 +75,8 @@ class _Watchdog:
         text = text[:room]
         offset = len(self._output)
         self._output += text
-        toolcall_publish_output(self.call, offset=offset, text=text)
+        if publish:
+            toolcall_publish_output(self.call, offset=offset, text=text)
 
     def _run(self) -> None:
         last_beat = time.monotonic()
@@ -128,7 +129,7 @@ def toolcall_execute(*, tool_call_id: int) -> None:
     if not claimed:  # cancelled (or taken) before it started
         return
     call = ToolCall.objects.get(pk=tool_call_id)
-    toolcall_publish(call)
+    toolcall_publish(call, wait=False)
 
     tool = get_tool(call.tool)
     settings = selectors.group_settings(_settings_group(call))
@@ -230,8 +231,8 @@ def toolcall_finish(
     if not ToolCall.objects.filter(pk=call.pk, status__in=allowed).update(**fields):
         return False
     call.refresh_from_db()
+    toolcall_publish(call)  # people first; the audit record follows a moment later
     audit_call(call)
-    toolcall_publish(call)
     toolcall_finished.send(sender=ToolCall, call=call)
     return True
 
