@@ -21,8 +21,14 @@ def workspace_id_for(*, conversation_id: int | None, user_id: int | None) -> str
 
 
 def workspace_dir_for(workspace_id: str) -> Path:
-    path = Path(django_settings.WORKSPACES_DIR) / workspace_id
-    path.mkdir(parents=True, exist_ok=True)
+    root = Path(django_settings.WORKSPACES_DIR)
+    if not root.is_dir():
+        root.mkdir(parents=True, exist_ok=True)
+        # The sandbox uid must be able to reach its workspace (bubblewrap looks the bind
+        # source up as that uid), whatever the umask: search, not list.
+        root.chmod(root.stat().st_mode | 0o111)
+    path = root / workspace_id
+    path.mkdir(exist_ok=True)
     return path
 
 

@@ -27,7 +27,8 @@ def test_it_reuses_the_warm_container(docker_box: Box) -> None:
     assert first.sandbox_id == second.sandbox_id
     assert second.exit_code == 0, "tmpfs state survives between calls in the same container"
     info = _inspect(docker_box, first.sandbox_id)
-    assert info["Name"] == "/" + container_name(docker_box.workspace_id, False)
+    namespace = docker_box.sandbox.pool.namespace  # type: ignore[attr-defined]
+    assert info["Name"] == "/" + container_name(docker_box.workspace_id, False, namespace)
     assert info["Config"]["Labels"]["controlcenter.workspace"] == docker_box.workspace_id
 
 

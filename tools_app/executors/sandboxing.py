@@ -18,6 +18,10 @@ from tools_app.sandbox import ExecRequest, ExecResult, SandboxError, get_sandbox
 
 Backend = Literal["auto", "docker", "bubblewrap", "none"]
 
+# Python writes .pyc files keyed by the source's mtime in whole seconds: an agent that edits a
+# module and re-runs it within the same second would run the stale bytecode.
+COMMAND_ENV = {"PYTHONDONTWRITEBYTECODE": "1"}
+
 
 class SandboxedSettings(GroupSettings):
     sandbox_backend: Backend = Field(
@@ -46,7 +50,7 @@ def run_in_sandbox(
         request = ExecRequest(
             argv=argv,
             cwd=cwd,
-            env=env or {},
+            env={**COMMAND_ENV, **(env or {})},
             stdin=stdin,
             timeout=timeout,
             max_output=max_output,
@@ -56,7 +60,8 @@ def run_in_sandbox(
             ctx.workspace_id,
             ctx.workspace_dir,
             request,
-            on_output=ctx.emit_output if stream else None,
+            # Sandboxes call back with (stream, text); emit_output takes (text, stream).
+            on_output=(lambda name, text: ctx.emit_output(text, name)) if stream else None,
             cancel=ctx.cancel,
         )
     except SandboxError as exc:

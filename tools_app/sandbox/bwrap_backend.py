@@ -136,6 +136,14 @@ class BubblewrapSandbox(Sandbox):
         on_output: OutputCallback | None = None,
         cancel: threading.Event | None = None,
     ) -> ExecResult:
+        if req.network:
+            # --share-net is the host's own network namespace, loopback included, where Redis,
+            # PostgreSQL and the app listen. Refuse rather than hand that out.
+            raise SandboxError(
+                "the bubblewrap sandbox cannot give commands network access without exposing "
+                "the host's loopback services (Redis, PostgreSQL, the app); use the docker "
+                "backend for tools that need the network, or switch their network setting off"
+            )
         started = time.monotonic()
         ws = prepare_workspace(workspace_dir, self.uid)
         data_fds: dict[str, int] = {}

@@ -33,12 +33,15 @@ class _Warm:
     last_used: float  # wall clock, comparable with the engine's event times
 
 
-def container_name(workspace_id: str, network: bool) -> str:
-    """Deterministic, docker-safe name; a hash keeps distinct ids distinct after cleaning."""
+def container_name(workspace_id: str, network: bool, namespace: str = "1") -> str:
+    """Deterministic, docker-safe name; a hash keeps distinct ids distinct after cleaning.
+    A namespace other than the default "1" keeps deployments sharing an engine apart (their
+    conversation ids overlap)."""
     slug = re.sub(r"[^a-zA-Z0-9_.-]", "-", workspace_id)[:40].strip("-.") or "ws"
     if slug != workspace_id:
         slug += "-" + hashlib.sha256(workspace_id.encode()).hexdigest()[:8]
-    return f"cc-sbx-{slug}-{'net' if network else 'nonet'}"
+    prefix = "cc-sbx-" if namespace == "1" else f"cc-sbx-{namespace[:12]}-"
+    return f"{prefix}{slug}-{'net' if network else 'nonet'}"
 
 
 class ContainerPool:
@@ -56,6 +59,7 @@ class ContainerPool:
         # Containers carry controlcenter.sandbox=<label>; reap/release/health only ever touch
         # their own label, so a test run cannot remove a live app's containers on a shared engine.
         self.label = f"{LABEL}={label}"
+        self.namespace = label
         self.image = image
         self.uid = uid
         self.memory = memory
@@ -113,7 +117,7 @@ class ContainerPool:
     # -- warm containers --------------------------------------------------------------------
 
     def ensure(self, workspace_id: str, workspace: Path, *, network: bool) -> str:
-        name = container_name(workspace_id, network)
+        name = container_name(workspace_id, network, self.namespace)
         warm = self._warm.get(name)
         if warm is not None and warm.workspace == workspace:
             return warm.container_id
@@ -254,7 +258,7 @@ class ContainerPool:
     def forget(self, workspace_id: str, network: bool) -> None:
         """Drop our cached id so the next ``ensure`` asks the engine again (and recreates a dead
         container, or waits for one another process is starting)."""
-        self._warm.pop(container_name(workspace_id, network), None)
+        self._warm.pop(container_name(workspace_id, network, self.namespace), None)
 
     def kill(self, cid: str) -> bool:
         """Kill the container's init, taking every process in it down; it is recreated later."""
@@ -267,7 +271,7 @@ class ContainerPool:
         return True
 
     def touch(self, workspace_id: str, network: bool) -> None:
-        warm = self._warm.get(container_name(workspace_id, network))
+        warm = self._warm.get(container_name(workspace_id, network, self.namespace))
         if warm is not None:
             warm.last_used = time.time()
 
@@ -301,7 +305,8 @@ class ContainerPool:
             last_exec = self._recent_exec_times(now - max_idle_seconds, now)
             for c in self.api.containers(all=True, filters={"label": self.label}):
                 cid = c["Id"]
-                if c.get("State") == "running":
+                # "created": another process is about to start it; judge it by age too.
+                if c.get("State") in ("running", "created", "restarting"):
                     ours = [w.last_used for w in self._warm.values() if w.container_id == cid]
                     last = max([float(c.get("Created", 0)), last_exec.get(cid, 0.0), *ours])
                     if now - last <= max_idle_seconds or self._busy(cid):

@@ -11,6 +11,7 @@ SANDBOX_IDLE_SECONDS; DOCKER_HOST is honoured by the docker SDK.
 from __future__ import annotations
 
 import logging
+import hashlib
 import os
 import threading
 
@@ -65,6 +66,18 @@ def idle_seconds() -> float:
     return _env_float("SANDBOX_IDLE_SECONDS", 600.0)
 
 
+def _deployment_label() -> str:
+    """Containers belong to one deployment: its workspaces directory. Two deployments (or two
+    test runs) on one engine then never reuse, reap or remove each other's containers."""
+    try:
+        from django.conf import settings
+
+        root = str(settings.WORKSPACES_DIR)
+    except Exception:  # used without Django settings (scripts, some tests)
+        return "1"
+    return hashlib.sha256(root.encode()).hexdigest()[:10]
+
+
 def _build(name: str) -> Sandbox:
     # Imported here so a host without the docker SDK can still use bubblewrap.
     if name == "docker":
@@ -76,6 +89,7 @@ def _build(name: str) -> Sandbox:
             memory=_env_memory(),
             pids=_env_int("SANDBOX_PIDS", 128),
             cpus=_env_float("SANDBOX_CPUS", 1.0),
+            pool_label=os.environ.get("SANDBOX_POOL_LABEL", "").strip() or _deployment_label(),
         )
     if name == "bubblewrap":
         from tools_app.sandbox.bwrap_backend import BubblewrapSandbox
@@ -166,3 +180,11 @@ def reset_for_tests() -> None:
     with _lock:
         _instances.clear()
         _auto_choice = None
+
+
+def docker_container_name(workspace_id: str, network: bool = False) -> str:
+    """The name of a workspace's warm container in this deployment (for operators' tooling
+    and tests: ``docker exec <name> ps``)."""
+    from tools_app.sandbox.docker_containers import container_name
+
+    return container_name(workspace_id, network, _deployment_label())

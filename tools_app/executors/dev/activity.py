@@ -72,7 +72,6 @@ def run_tests(args: RunTests, ctx: ActivityContext) -> dict[str, Any]:
         ctx,
         ["bash", "-c", pytest_command(args.path, args.pattern)],
         network=shell.allow_network,  # type: ignore[attr-defined]
-        env={"PYTHONDONTWRITEBYTECODE": "1"},  # keep the repo free of __pycache__
     )
     data = {
         "exit_code": result.exit_code,

@@ -11,6 +11,7 @@ out of the workspace.
 Answer on stdout: {"ok": true, ...} or {"ok": false, "kind": "denied"|"error", "error": "..."}.
 """
 
+import errno
 import json
 import os
 import posixpath
@@ -114,10 +115,17 @@ def resolve(path, prefixes, *, follow_last=True, create_dirs=False):
 
 
 def open_file(dir_fd, name, flags):
+    """Open a regular file that is not hard-linked. Nothing may change before the checks pass:
+    O_NONBLOCK so a FIFO cannot hang us waiting for a peer, and never O_TRUNC (callers
+    truncate after the checks, or a hard link to an outside file would be emptied)."""
     try:
-        fd = os.open(name, flags | os.O_NOFOLLOW, 0o644, dir_fd=dir_fd)
+        fd = os.open(name, flags | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644, dir_fd=dir_fd)
     except IsADirectoryError:
         raise Failed(f"{name!r} is a directory") from None
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a FIFO without a reader, or a socket
+            raise Failed(f"{name!r} is not a regular file") from None
+        raise
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
         os.close(fd)
@@ -125,6 +133,7 @@ def open_file(dir_fd, name, flags):
     if st.st_nlink > 1:
         os.close(fd)
         raise Refused(f"{name!r} is hard-linked elsewhere; hard-linked files are refused")
+    os.set_blocking(fd, True)
     return fd, st
 
 
@@ -179,10 +188,10 @@ def op_write(req, prefixes):
     try:
         if name is None:
             raise Failed("cannot write to the workspace directory itself")
-        flags = (
-            os.O_WRONLY | os.O_CREAT | (os.O_APPEND if req.get("mode") == "append" else os.O_TRUNC)
-        )
-        fd, _ = open_file(dir_fd, name, flags)
+        append = req.get("mode") == "append"
+        fd, _ = open_file(dir_fd, name, os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else 0))
+        if not append:
+            os.ftruncate(fd, 0)
         with os.fdopen(fd, "wb") as handle:
             handle.write(content)
             handle.flush()
@@ -269,6 +278,22 @@ def op_list(req, prefixes):
 OPS = {"read": op_read, "write": op_write, "delete": op_delete, "list": op_list}
 
 
+def printable(value):
+    """Names from the kernel need not be UTF-8 (Python holds such bytes as lone surrogates),
+    and neither need the model's: escape them, or the answer cannot be stored or shown."""
+    if isinstance(value, str):
+        try:
+            raw = value.encode("utf-8", "surrogateescape")  # the bytes the kernel holds
+        except UnicodeEncodeError:  # other lone surrogates (the model can send those too)
+            raw = value.encode("utf-8", "backslashreplace")
+        return raw.decode("utf-8", "backslashreplace")
+    if isinstance(value, dict):
+        return {k: printable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [printable(v) for v in value]
+    return value
+
+
 def main():
     req = json.loads(sys.stdin.read())
     try:
@@ -282,7 +307,7 @@ def main():
         answer = {"ok": False, "kind": "denied", "error": f"permission denied: {exc.filename}"}
     except OSError as exc:
         answer = {"ok": False, "kind": "error", "error": f"{exc.strerror}: {exc.filename}"}
-    sys.stdout.write(json.dumps(answer))
+    sys.stdout.write(json.dumps(printable(answer)))
 
 
 if __name__ == "__main__":
