@@ -10,5 +10,6 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("tools/", include("tools_app.urls")),
     path("api/tools/schemas.json", tool_schemas, name="tool-schemas"),
+    path("media/screenshots/", include("tools_app.executors.browser.urls")),
     path("", include("chat_app.urls")),
 ]

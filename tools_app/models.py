@@ -196,3 +196,35 @@ class AuditRecord(models.Model):
 
     def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
         raise PermissionError("the audit log is append-only")
+
+
+class Screenshot(models.Model):
+    """A PNG taken by the browser tool. The file lives under ``MEDIA_DIR`` (``path`` is
+    relative to it) and is served only to the conversation's owner and to staff."""
+
+    tool_call = models.ForeignKey(ToolCall, on_delete=models.CASCADE, related_name="screenshots")
+    conversation = models.ForeignKey(
+        "chat_app.Conversation",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="screenshots",
+    )
+    user = models.ForeignKey(
+        django_settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    path = models.CharField(max_length=500)
+    width = models.PositiveIntegerField()
+    height = models.PositiveIntegerField()
+    bytes = models.PositiveIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"screenshot #{self.pk} ({self.width}×{self.height})"

@@ -1,0 +1,101 @@
+"""The browser activities: thin wrappers that hand one action to this process's pool and
+turn its answer into the tool result. Screenshots are stored here, on the calling thread,
+because that is where the ORM may be used."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tools_app.executors.browser import actions
+from tools_app.executors.browser.actions import Action
+from tools_app.executors.browser.pool import get_pool
+from tools_app.executors.browser.screenshots import (
+    screenshot_check_cap,
+    screenshot_result,
+    screenshot_store,
+)
+from tools_app.executors.browser.settings import BrowserSettings
+from tools_app.executors.browser.tools import (
+    BrowserBack,
+    BrowserClick,
+    BrowserExtract,
+    BrowserOpen,
+    BrowserScreenshot,
+    BrowserType,
+    BrowserWait,
+)
+from tools_app.registry import activity
+from tools_app.runtime import ActivityContext
+
+
+def _run(ctx: ActivityContext, action: Action) -> dict[str, Any]:
+    settings: BrowserSettings = ctx.settings  # type: ignore[assignment]
+    ctx.check_cancelled()
+    return get_pool().run(
+        key=ctx.workspace_id,
+        settings=settings,
+        action=action,
+        timeout=min(ctx.timeout, float(settings.timeout_seconds)),
+        cancel=ctx.cancel,
+        emit=ctx.emit_output,
+    )
+
+
+@activity("browser_open")
+def browser_open(args: BrowserOpen, ctx: ActivityContext) -> dict[str, Any]:
+    ctx.emit_output(f"open {args.url}\n")
+    out = _run(ctx, Action("browser_open", actions.open_url, {"url": args.url}, False))
+    ctx.emit_output(f"{out.get('status')} {out['url']} “{out['title']}”\n")
+    return out
+
+
+@activity("browser_screenshot")
+def browser_screenshot(args: BrowserScreenshot, ctx: ActivityContext) -> dict[str, Any]:
+    settings: BrowserSettings = ctx.settings  # type: ignore[assignment]
+    screenshot_check_cap(ctx=ctx, limit=settings.max_screenshots_per_conversation)
+    kwargs = {"full_page": args.full_page, "selector": args.selector}
+    out = _run(ctx, Action("browser_screenshot", actions.screenshot, kwargs))
+    shot = screenshot_store(ctx=ctx, png=out.pop("_png"))
+    out["screenshot"] = screenshot_result(shot)
+    ctx.emit_output(f"screenshot {shot.width}×{shot.height} of {out['url']}\n")
+    return out
+
+
+@activity("browser_click")
+def browser_click(args: BrowserClick, ctx: ActivityContext) -> dict[str, Any]:
+    kwargs = {"selector": args.selector, "text": args.text}
+    out = _run(ctx, Action("browser_click", actions.click, kwargs))
+    ctx.emit_output(f"clicked {out['clicked']} → {out['url']}\n")
+    return out
+
+
+@activity("browser_type")
+def browser_type(args: BrowserType, ctx: ActivityContext) -> dict[str, Any]:
+    kwargs = {"selector": args.selector, "text": args.text, "submit": args.submit}
+    out = _run(ctx, Action("browser_type", actions.type_text, kwargs))
+    ctx.emit_output(f"typed {len(args.text)} characters into {args.selector}\n")
+    return out
+
+
+@activity("browser_wait")
+def browser_wait(args: BrowserWait, ctx: ActivityContext) -> dict[str, Any]:
+    kwargs = {"selector": args.selector, "state": args.state, "milliseconds": args.milliseconds}
+    return _run(ctx, Action("browser_wait", actions.wait, kwargs))
+
+
+@activity("browser_extract")
+def browser_extract(args: BrowserExtract, ctx: ActivityContext) -> dict[str, Any]:
+    out = _run(
+        ctx,
+        Action("browser_extract", actions.extract, {"kind": args.kind, "selector": args.selector}),
+    )
+    size = f"{out['chars']} characters" if args.kind == "text" else f"{out['count']} links"
+    ctx.emit_output(f"extracted {size} from {out['url']}\n")
+    return out
+
+
+@activity("browser_back")
+def browser_back(args: BrowserBack, ctx: ActivityContext) -> dict[str, Any]:
+    out = _run(ctx, Action("browser_back", actions.back, {}))
+    ctx.emit_output(f"back → {out['url']}\n")
+    return out
