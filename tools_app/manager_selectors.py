@@ -105,7 +105,13 @@ def sandbox_health(*, refresh: bool = False) -> tuple[dict[str, tuple[bool, str]
 
 def sandbox_status(group: ToolGroup, settings: GroupSettings) -> SandboxStatus:
     if not group.sandboxed:
-        return SandboxStatus(sandboxed=False)
+        if group.status is None:
+            return SandboxStatus(sandboxed=False)
+        try:
+            state, label, detail = group.status(settings)
+        except Exception as exc:  # a status probe must never break the page
+            state, label, detail = "unknown", "status unknown", str(exc)
+        return SandboxStatus(sandboxed=False, backend=label, state=state, detail=detail)
     backend = str(getattr(settings, "sandbox_backend", "auto") or "auto")
     if backend == "none":
         return SandboxStatus(

@@ -48,6 +48,11 @@ class ToolGroup:
     queue: str = "tools"
     sandboxed: bool = False
     tools: list[type[BaseTool]] = field(default_factory=list, compare=False, hash=False)
+    # For the Tools Manager: what the group runs on and whether it is there, as
+    # (state "ok"|"bad"|"unknown", short label, detail). Called with the group's settings.
+    status: Callable[[Any], tuple[str, str, str]] | None = field(
+        default=None, compare=False, hash=False
+    )
 
 
 GROUPS: dict[str, ToolGroup] = {}

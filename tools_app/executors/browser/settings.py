@@ -42,6 +42,15 @@ class BrowserSettings(GroupSettings):
         return [v.strip().lower() for v in value if v.strip()]
 
 
+def _chromium_status() -> tuple[str, str, str]:
+    from tools_app.executors.browser import browser_info
+
+    info = browser_info()
+    if not info.get("executable"):
+        return "bad", "Chromium missing", str(info.get("error", "no Chromium found"))
+    return "ok", f"Chromium ({info['source']})", str(info["executable"])
+
+
 GROUP = register_group(
     ToolGroup(
         name="browser",
@@ -52,5 +61,6 @@ GROUP = register_group(
         order=35,
         queue="browser",
         sandboxed=False,
+        status=lambda settings: _chromium_status(),
     )
 )

@@ -42,6 +42,21 @@ class DockerSettings(GroupSettings):
         return list(dict.fromkeys(value))
 
 
+def _engine_status(settings: DockerSettings) -> tuple[str, str, str]:
+    from tools_app.errors import ToolError
+    from tools_app.executors.docker.engine import client_for, engine_url, forget_client
+
+    where = engine_url(settings) or "default engine"
+    try:
+        version = client_for(settings).version().get("Version", "?")
+    except ToolError as exc:
+        return "bad", "engine unreachable", exc.message
+    except Exception as exc:  # the cached client lost its engine
+        forget_client(settings)
+        return "bad", "engine unreachable", f"{where}: {exc}"
+    return "ok", f"Docker {version}", where
+
+
 GROUP = register_group(
     ToolGroup(
         name="docker",
@@ -50,5 +65,6 @@ GROUP = register_group(
         "stop and restart only when an admin allows them.",
         settings_model=DockerSettings,
         order=50,
+        status=lambda settings: _engine_status(settings),
     )
 )
