@@ -47,3 +47,31 @@ def duration(ms: int | None) -> str:
 @register.filter
 def epoch_ms(value: Any) -> str:
     return str(int(value.timestamp() * 1000)) if value else ""
+
+
+LONG_TEXT = 120  # characters: a multi-line string this long reads better as its own block
+FIRST_KEYS = ("success", "error")
+
+
+@register.filter
+def result_parts(call: Any) -> list[dict[str, str]]:
+    """A call's result for people: the small fields as JSON (success and error first), long
+    multi-line texts (stdout, logs, file content) as their own blocks, and no repeat of text
+    the live output above already shows."""
+    result = call.result
+    if not isinstance(result, dict):
+        return [{"key": "", "text": pretty_json(result)}] if result is not None else []
+    output = call.output or ""
+    small: dict[str, Any] = {k: result[k] for k in FIRST_KEYS if k in result}
+    blocks: list[dict[str, str]] = []
+    for key, value in result.items():
+        if key in FIRST_KEYS:
+            continue
+        if isinstance(value, str) and "\n" in value.strip() and len(value) >= LONG_TEXT:
+            if value.strip() and value.strip() in output:
+                small[key] = "(shown in the output above)"
+            else:
+                blocks.append({"key": key, "text": value})
+        else:
+            small[key] = value
+    return [{"key": "", "text": pretty_json(small)}, *blocks]
