@@ -135,7 +135,7 @@ def measure(user_id: int, conversation_id: int) -> dict[str, Any]:
 
     from tools_app.runtime import workspace_dir_for
     from tools_app.sandbox import ExecRequest, get_sandbox
-    from tools_app.sandbox.docker_containers import container_name
+    from tools_app.sandbox.selection import docker_container_name
 
     workspace_id = f"c{conversation_id}"
     workspace = workspace_dir_for(workspace_id)
@@ -160,7 +160,7 @@ def measure(user_id: int, conversation_id: int) -> dict[str, Any]:
         await pipeline.start()
         log("warming the docker sandbox through the pipeline")
         await pipeline.run("docker")  # creates the warm container
-        info = docker.api.inspect_container(container_name(workspace_id, False))  # type: ignore[attr-defined]
+        info = docker.api.inspect_container(docker_container_name(workspace_id))  # type: ignore[attr-defined]
         cid = info["Id"]
         import docker as docker_sdk
 

@@ -243,7 +243,11 @@ def toolcall_bind(
         call.finished_at = timezone.now()
         call.duration_ms = 0
     call.save()
-    audit_call(call, new=True)
+    if call.status != ToolCall.Status.QUEUED:
+        # Refused or waiting for a person: recorded now. A queued call is recorded when it
+        # finishes (every call finishes: run, cancelled, or failed by the reaper), one write
+        # instead of two on the hot path.
+        audit_call(call, new=True)
     return call
 
 

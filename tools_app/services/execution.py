@@ -79,6 +79,8 @@ class _Watchdog:
             toolcall_publish_output(self.call, offset=offset, text=text)
 
     def _run(self) -> None:
+        # The "running" card goes out from here, beside the activity rather than before it.
+        toolcall_publish(self.call, wait=False)
         last_beat = time.monotonic()
         try:
             while not self._stop.wait(POLL_SECONDS):
@@ -129,7 +131,6 @@ def toolcall_execute(*, tool_call_id: int) -> None:
     if not claimed:  # cancelled (or taken) before it started
         return
     call = ToolCall.objects.get(pk=tool_call_id)
-    toolcall_publish(call, wait=False)
 
     tool = get_tool(call.tool)
     settings = selectors.group_settings(_settings_group(call))
