@@ -37,8 +37,8 @@ class ProviderAdmin(admin.ModelAdmin):
 class MessageInline(admin.TabularInline):
     model = Message
     extra = 0
-    fields = ["role", "state", "content", "created_at"]
-    readonly_fields = fields
+    fields = ("role", "state", "content", "created_at")
+    readonly_fields = ("role", "state", "content", "created_at")
     show_change_link = True
 
 

@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
+from django_htmx.middleware import HtmxDetails
 
 from chat_app import selectors
 from chat_app.forms import RenameForm
@@ -12,7 +15,14 @@ from chat_app.models import Conversation
 from chat_app.services.providers import provider_default
 
 
-def _owned(request: HttpRequest, conversation_id: int) -> Conversation:
+class AuthedHtmxRequest(HttpRequest):
+    """What a view behind login_required with django-htmx's middleware gets."""
+
+    user: Any
+    htmx: HtmxDetails
+
+
+def _owned(request: AuthedHtmxRequest, conversation_id: int) -> Conversation:
     conversation = selectors.conversation_for(request.user, conversation_id)
     if conversation is None:
         raise Http404("conversation not found")
@@ -20,7 +30,7 @@ def _owned(request: HttpRequest, conversation_id: int) -> Conversation:
 
 
 @login_required
-def index(request: HttpRequest) -> HttpResponse:
+def index(request: AuthedHtmxRequest) -> HttpResponse:
     latest = selectors.conversations_for(request.user).first()
     if latest is None:
         latest = Conversation.objects.create(owner=request.user)
@@ -29,13 +39,13 @@ def index(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def conversation_new(request: HttpRequest) -> HttpResponse:
+def conversation_new(request: AuthedHtmxRequest) -> HttpResponse:
     conversation = Conversation.objects.create(owner=request.user)
     return redirect("chat:conversation", conversation_id=conversation.pk)
 
 
 @login_required
-def conversation_page(request: HttpRequest, conversation_id: int) -> HttpResponse:
+def conversation_page(request: AuthedHtmxRequest, conversation_id: int) -> HttpResponse:
     conversation = selectors.conversation_for_viewer(request.user, conversation_id)
     if conversation is None:
         raise Http404("conversation not found")
@@ -55,7 +65,7 @@ def conversation_page(request: HttpRequest, conversation_id: int) -> HttpRespons
 
 @login_required
 @require_POST
-def conversation_rename(request: HttpRequest, conversation_id: int) -> HttpResponse:
+def conversation_rename(request: AuthedHtmxRequest, conversation_id: int) -> HttpResponse:
     conversation = _owned(request, conversation_id)
     form = RenameForm(request.POST, instance=conversation)
     if form.is_valid():
@@ -71,7 +81,7 @@ def conversation_rename(request: HttpRequest, conversation_id: int) -> HttpRespo
 
 @login_required
 @require_POST
-def conversation_delete(request: HttpRequest, conversation_id: int) -> HttpResponse:
+def conversation_delete(request: AuthedHtmxRequest, conversation_id: int) -> HttpResponse:
     conversation = _owned(request, conversation_id)
     conversation.delete()
     if request.htmx:

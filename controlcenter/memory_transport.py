@@ -8,8 +8,8 @@ task is picked up at once and an idle worker sleeps.
 
 from __future__ import annotations
 
-import socket
 import threading
+from collections.abc import Callable
 from queue import Empty
 from time import monotonic
 from typing import Any
@@ -28,12 +28,18 @@ def _notify() -> None:
         _changed.notify_all()
 
 
+def _moved_on(seen: int) -> Callable[[], bool]:
+    return lambda: _generation != seen
+
+
 class Channel(memory.Channel):
     def _put(self, queue: str, message: Any, **kwargs: Any) -> None:
         super()._put(queue, message, **kwargs)
         _notify()
 
-    def _put_fanout(self, exchange: str, message: Any, routing_key: str, **kwargs: Any) -> None:
+    def _put_fanout(
+        self, exchange: Any, message: Any, routing_key: Any = None, **kwargs: Any
+    ) -> None:
         super()._put_fanout(exchange, message, routing_key, **kwargs)
         _notify()
 
@@ -41,11 +47,14 @@ class Channel(memory.Channel):
 class Transport(memory.Transport):
     Channel = Channel
 
-    def drain_events(self, connection: Any, timeout: float | None = None) -> None:
+    def drain_events(  # type: ignore[override]  # kombu's base classes disagree on it
+        self, connection: Any, timeout: float | None = None
+    ) -> None:
         started = monotonic()
         while True:
             with _changed:
                 seen = _generation
+            assert self.cycle is not None
             try:
                 self.cycle.get(self._deliver, timeout=timeout)
                 return
@@ -53,7 +62,7 @@ class Transport(memory.Transport):
                 pass
             waited = monotonic() - started
             if timeout is not None and waited >= timeout:
-                raise socket.timeout()
+                raise TimeoutError()
             budget = IDLE_WAIT if timeout is None else min(IDLE_WAIT, timeout - waited)
             with _changed:
-                _changed.wait_for(lambda: _generation != seen, timeout=budget)
+                _changed.wait_for(_moved_on(seen), timeout=budget)

@@ -8,6 +8,7 @@ separate worker processes, ``DATABASE_URL`` for Postgres).
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 from pathlib import Path
 
@@ -19,10 +20,9 @@ from controlcenter.env import envbool, envchoice, envfloat, envint, envlist, env
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(envstr("CC_VAR_DIR", str(BASE_DIR / "var"))).resolve()
 VAR_DIR.mkdir(parents=True, exist_ok=True)
-try:
-    VAR_DIR.chmod(VAR_DIR.stat().st_mode | 0o111)  # sandboxes reach workspaces below it
-except OSError:  # not ours to change; bubblewrap will say so if it cannot reach a workspace
-    pass
+# Sandboxes reach workspaces below it; if it is not ours to change, bubblewrap says so later.
+with contextlib.suppress(OSError):
+    VAR_DIR.chmod(VAR_DIR.stat().st_mode | 0o111)
 
 
 def _secret_key() -> str:
@@ -121,7 +121,7 @@ else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": VAR_DIR / "db.sqlite3",
+            "NAME": str(VAR_DIR / "db.sqlite3"),
             "OPTIONS": dict(_sqlite_options),
         }
     }

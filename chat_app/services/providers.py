@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from django.conf import settings
 
@@ -14,7 +15,7 @@ logger = logging.getLogger(__name__)
 
 def provider_seed_from_env() -> Provider | None:
     """Create (or update) the default provider from LLM_* variables. Idempotent."""
-    cfg = settings.LLM
+    cfg: dict[str, Any] = settings.LLM
     if not cfg["provider"] or not cfg["model"]:
         return None
     provider, created = Provider.objects.update_or_create(

@@ -9,6 +9,7 @@ Every transition is a conditional UPDATE, so concurrent finishers cannot run a r
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -128,19 +129,19 @@ def turn_advance(turn_id: int) -> None:
         _queue_round(turn.pk)
 
 
-def _owned_conversation(user: object, conversation_id: int) -> Conversation:
+def _owned_conversation(user: Any, conversation_id: int) -> Conversation:
     conversation = Conversation.objects.filter(pk=conversation_id, owner=user).first()
     if conversation is None:
         raise TurnError("conversation not found")
     return conversation
 
 
-def turn_send(*, user: object, conversation_id: int, text: str) -> Turn | None:
+def turn_send(*, user: Any, conversation_id: int, text: str) -> Turn | None:
     conversation = _owned_conversation(user, conversation_id)
     return turn_start(conversation=conversation, user_id=conversation.owner_id, text=text)
 
 
-def turn_stop_current(*, user: object, conversation_id: int) -> None:
+def turn_stop_current(*, user: Any, conversation_id: int) -> None:
     conversation = _owned_conversation(user, conversation_id)
     for turn in conversation.turns.filter(status=Turn.Status.RUNNING):
         turn_stop(turn=turn)

@@ -150,8 +150,11 @@ def test_reasoning_for_call_is_asked_for_and_shown(worker, conversation, user, l
         Reply(text="ok"),
     )
     turn = wait_turn(start(conversation, user, "time").pk)
-    [params] = [t["function"]["parameters"] for t in llm.requests[0]["tools"]
-                if t["function"]["name"] == "current_time"]
+    [params] = [
+        t["function"]["parameters"]
+        for t in llm.requests[0]["tools"]
+        if t["function"]["name"] == "current_time"
+    ]
     assert "_reasoningForCall" in params["properties"] and "_reasoningForCall" in params["required"]
     call = ToolCall.objects.get(turn=turn)
     assert call.status == "succeeded" and call.reasoning == "The user asked the time."

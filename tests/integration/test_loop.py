@@ -39,7 +39,8 @@ def test_text_fallback_runs_calls_written_as_json(worker, conversation, user, ll
     provider.save()
     llm.script(
         Reply(
-            text='I will check.\n```json\n{"tool": "current_time", "arguments": {"timezone": "UTC"}}\n```'
+            text="I will check.\n```json\n"
+            '{"tool": "current_time", "arguments": {"timezone": "UTC"}}\n```'
         ),
         Reply(text="Done: it is morning."),
     )

@@ -102,7 +102,9 @@ def test_docker_compose_file_is_valid():
     assert proc.returncode == 0, proc.stderr
 
 
-def test_staff_may_read_anyones_conversation_but_others_may_not(client, user, other_user, staff_user):
+def test_staff_may_read_anyones_conversation_but_others_may_not(
+    client, user, other_user, staff_user
+):
     from chat_app.models import Conversation
 
     mine = Conversation.objects.create(owner=user, title="Alice's plans")

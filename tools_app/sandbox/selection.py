@@ -10,8 +10,8 @@ SANDBOX_IDLE_SECONDS; DOCKER_HOST is honoured by the docker SDK.
 
 from __future__ import annotations
 
-import logging
 import hashlib
+import logging
 import os
 import threading
 

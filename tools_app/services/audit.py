@@ -60,9 +60,9 @@ def _call_fields(call: ToolCall) -> dict[str, Any]:
 def audit_call(call: ToolCall, *, new: bool = False) -> None:
     """Open (``new``) or complete the record of ``call`` (one record per call)."""
     fields = _call_fields(call)
-    if not new:
-        if AuditRecord.objects.filter(kind=AuditRecord.Kind.CALL, tool_call=call).update(**fields):
-            return
+    existing = AuditRecord.objects.filter(kind=AuditRecord.Kind.CALL, tool_call=call)
+    if not new and existing.update(**fields):
+        return
     title, username = "", ""
     if call.conversation_id is not None:
         from chat_app.models import Conversation

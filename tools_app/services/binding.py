@@ -140,22 +140,29 @@ def _check_limits(
     conversation_id: int | None,
 ) -> None:
     ran = ToolCall.objects.filter(policy_verdict="allowed")
-    if limits and limits.per_turn and turn_id is not None:
-        if ran.filter(turn_id=turn_id).count() >= limits.per_turn:
-            raise _Refused(
-                ToolCall.Status.DENIED,
-                f"limit: this turn already made {limits.per_turn} tool calls "
-                f"(the maximum per turn); answer with what you have",
-                verdict="rate_limited",
-            )
-    if limits and limits.per_conversation and conversation_id is not None:
-        if ran.filter(conversation_id=conversation_id).count() >= limits.per_conversation:
-            raise _Refused(
-                ToolCall.Status.DENIED,
-                f"limit: this conversation reached its maximum of {limits.per_conversation} "
-                "tool calls",
-                verdict="rate_limited",
-            )
+    if (
+        limits
+        and limits.per_turn
+        and turn_id is not None
+        and ran.filter(turn_id=turn_id).count() >= limits.per_turn
+    ):
+        raise _Refused(
+            ToolCall.Status.DENIED,
+            f"limit: this turn already made {limits.per_turn} tool calls "
+            f"(the maximum per turn); answer with what you have",
+            verdict="rate_limited",
+        )
+    if (
+        limits
+        and limits.per_conversation
+        and conversation_id is not None
+        and ran.filter(conversation_id=conversation_id).count() >= limits.per_conversation
+    ):
+        raise _Refused(
+            ToolCall.Status.DENIED,
+            f"limit: this conversation reached its maximum of {limits.per_conversation} tool calls",
+            verdict="rate_limited",
+        )
     if settings.calls_per_minute:
         since = timezone.now() - timedelta(seconds=60)
         recent = ran.filter(tool=tool.tool_name, created_at__gte=since).count()

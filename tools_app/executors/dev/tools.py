@@ -81,9 +81,10 @@ class WriteFile(BaseTool, group="dev", activity="file_write"):
     def check_policy(self, settings: GroupSettings, ctx: BindContext) -> None:
         from tools_app.executors.file.tools import FileWrite
 
-        FileWrite(path=self.path, content=self.content).check_policy(
-            selectors.group_settings("file"),
-            ctx,  # type: ignore[arg-type]
+        file_settings = selectors.group_settings("file")
+        FileWrite(path=self.path, content=self.content, mode="overwrite").check_policy(
+            file_settings,  # type: ignore[arg-type]
+            ctx,
         )
 
 

@@ -30,11 +30,15 @@ def client_for(settings: DockerSettings) -> Any:
         client = _clients.get(url)
         if client is None:
             try:
-                client = (
-                    docker.DockerClient(base_url=url, timeout=settings.timeout_seconds)
-                    if url
-                    else docker.from_env(timeout=settings.timeout_seconds)
-                )
+                # (mypy takes the repo's docker/ folder for the SDK: hence the ignores)
+                if url:
+                    client = docker.DockerClient(  # type: ignore[attr-defined]
+                        base_url=url, timeout=settings.timeout_seconds
+                    )
+                else:
+                    client = docker.from_env(  # type: ignore[attr-defined]
+                        timeout=settings.timeout_seconds
+                    )
                 client.ping()
             except DockerException as exc:
                 where = url or "the default engine (DOCKER_HOST or /var/run/docker.sock)"
@@ -61,9 +65,9 @@ def container_allowed(name: str, labels: dict[str, str], patterns: list[str]) ->
     for pattern in patterns:
         if pattern.startswith("label:"):
             key, _, value = pattern[len("label:") :].partition("=")
-            if key in labels and (not value or labels[key] == value):
-                if not sandbox or key == SANDBOX_LABEL or not _is_glob(value):
-                    return True
+            matches = key in labels and (not value or labels[key] == value)
+            if matches and (not sandbox or key == SANDBOX_LABEL or not _is_glob(value)):
+                return True
             continue
         if sandbox and _is_glob(pattern):
             continue

@@ -39,7 +39,7 @@ def split(path):
             path = path[len("/workspace") :]
         else:
             raise Refused(f"{path!r} is outside the workspace")
-    parts = []
+    parts: list[str] = []
     for part in path.split("/"):
         if part in ("", "."):
             continue
@@ -263,7 +263,7 @@ def op_list(req, prefixes):
             fd = os.dup(dir_fd)
     finally:
         os.close(dir_fd)
-    entries = []
+    entries: list[dict[str, object]] = []
     try:
         prefix = "/".join(parts) + "/" if parts else ""
         capped = _entries(fd, prefix, bool(req.get("recursive")), entries, 0)
