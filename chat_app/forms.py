@@ -32,6 +32,7 @@ class ProviderForm(forms.ModelForm):
             "native_tools",
             "tools_supported",
             "timeout_seconds",
+            "image_input",
             "is_default",
         ]
 

@@ -30,6 +30,11 @@ class Provider(models.Model):
     # Learned once when native_tools is "auto": None = not tried yet.
     tools_supported = models.BooleanField(null=True, blank=True)
     timeout_seconds = models.PositiveIntegerField(default=120)
+    image_input = models.BooleanField(
+        default=False,
+        help_text="The model accepts images; with the Browser setting 'send images to the "
+        "model', screenshots then reach it as images, not only as paths.",
+    )
     is_default = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -98,3 +98,26 @@ def tools_with_reasoning() -> set[str]:
     return set(
         ToolFunctionConfig.objects.filter(reasoning_for_call=True).values_list("name", flat=True)
     )
+
+
+def images_to_model_enabled() -> bool:
+    """Whether an admin lets screenshots reach models with image input (Browser settings)."""
+    if "browser" not in GROUPS:
+        return False
+    return bool(getattr(group_settings("browser"), "send_images_to_model", False))
+
+
+def call_images(call_id: int) -> list[tuple[str, str]]:
+    """(mime type, base64 data) of the images a call produced (browser screenshots)."""
+    import base64
+
+    from tools_app.models import Screenshot
+
+    images = []
+    for shot in Screenshot.objects.filter(tool_call_id=call_id):
+        from tools_app.executors.browser.screenshots import screenshot_file
+
+        path = screenshot_file(shot)
+        if path is not None:
+            images.append(("image/png", base64.b64encode(path.read_bytes()).decode("ascii")))
+    return images

@@ -11,6 +11,7 @@ import importlib
 
 from chat_app.providers.base import (
     ChatMessage,
+    ImagePart,
     LLMProvider,
     ModelReply,
     ProviderError,
@@ -53,6 +54,7 @@ def make_provider(
 __all__ = [
     "PROVIDERS",
     "ChatMessage",
+    "ImagePart",
     "LLMProvider",
     "ModelReply",
     "ProviderError",

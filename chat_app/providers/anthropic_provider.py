@@ -226,11 +226,14 @@ def to_anthropic_messages(messages: list[ChatMessage]) -> list[dict[str, Any]]:
 
 def _blocks(message: ChatMessage) -> tuple[str, list[dict[str, Any]]]:
     if message.role == "tool":
+        # An empty result is refused by some servers; say so in words instead.
+        text = message.content or "(no output)"
         result: dict[str, Any] = {
             "type": "tool_result",
             "tool_use_id": message.tool_call_id or "",
-            # An empty result is refused by some servers; say so in words instead.
-            "content": message.content or "(no output)",
+            "content": [{"type": "text", "text": text}, *_image_blocks(message)]
+            if message.images
+            else text,
         }
         if message.is_error:
             result["is_error"] = True
@@ -238,12 +241,24 @@ def _blocks(message: ChatMessage) -> tuple[str, list[dict[str, Any]]]:
     blocks: list[dict[str, Any]] = []
     if message.content:
         blocks.append({"type": "text", "text": message.content})
+    if message.role == "user":
+        blocks.extend(_image_blocks(message))
     if message.role == "assistant":
         for call in message.tool_calls:
             blocks.append(
                 {"type": "tool_use", "id": call.id, "name": call.name, "input": _input(call)}
             )
     return message.role, blocks
+
+
+def _image_blocks(message: ChatMessage) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "image",
+            "source": {"type": "base64", "media_type": image.mime_type, "data": image.data},
+        }
+        for image in message.images
+    ]
 
 
 def _input(call: ToolCallRequest) -> dict[str, Any]:

@@ -44,6 +44,14 @@ class ToolCallRequest:
 
 
 @dataclass
+class ImagePart:
+    """An image for a model with image input (base64, no data: prefix)."""
+
+    mime_type: str
+    data: str
+
+
+@dataclass
 class ChatMessage:
     role: Literal["user", "assistant", "tool"]
     content: str = ""
@@ -51,6 +59,7 @@ class ChatMessage:
     tool_call_id: str | None = None  # tool only
     name: str | None = None  # tool only: the tool's name
     is_error: bool = False  # tool only
+    images: list[ImagePart] = field(default_factory=list)  # user and tool only
 
 
 @dataclass

@@ -225,7 +225,13 @@ def to_openai_messages(system: str, messages: list[ChatMessage]) -> list[dict[st
     out: list[dict[str, Any]] = []
     if system:
         out.append({"role": "system", "content": system})
+    pending_images: list[dict[str, Any]] = []
     for message in messages:
+        if message.role != "tool" and pending_images:
+            # Tool messages cannot carry images and must follow their assistant message
+            # directly: the images of a run of tool results follow it as one user message.
+            out.append({"role": "user", "content": pending_images})
+            pending_images = []
         if message.role == "tool":
             out.append(
                 {
@@ -234,6 +240,18 @@ def to_openai_messages(system: str, messages: list[ChatMessage]) -> list[dict[st
                     "content": message.content,
                 }
             )
+            if message.images:
+                pending_images.append(
+                    {
+                        "type": "text",
+                        "text": f"Image(s) returned by {message.name or 'a tool'} "
+                        f"(call {message.tool_call_id}):",
+                    }
+                )
+                pending_images.extend(_image_parts(message))
+        elif message.role == "user" and message.images:
+            parts: list[dict[str, Any]] = [{"type": "text", "text": message.content}]
+            out.append({"role": "user", "content": parts + _image_parts(message)})
         elif message.role == "assistant" and message.tool_calls:
             out.append(
                 {
@@ -254,7 +272,16 @@ def to_openai_messages(system: str, messages: list[ChatMessage]) -> list[dict[st
             )
         else:
             out.append({"role": message.role, "content": message.content})
+    if pending_images:
+        out.append({"role": "user", "content": pending_images})
     return out
+
+
+def _image_parts(message: ChatMessage) -> list[dict[str, Any]]:
+    return [
+        {"type": "image_url", "image_url": {"url": f"data:{image.mime_type};base64,{image.data}"}}
+        for image in message.images
+    ]
 
 
 def _valid_json_or_empty(arguments: str) -> str:

@@ -13,7 +13,8 @@ from typing import Any
 
 from chat_app.fallback import format_tool_results
 from chat_app.models import Conversation, Message
-from chat_app.providers import ChatMessage, ToolCallRequest
+from chat_app.providers import ChatMessage, ImagePart, ToolCallRequest
+from tools_app import selectors
 from tools_app.models import ToolCall
 
 UNFINISHED = {"success": False, "error": "this call did not finish (the turn was stopped)"}
@@ -28,8 +29,14 @@ def call_request_id(call: ToolCall) -> str:
 
 
 def build_history(
-    conversation: Conversation, *, native: bool, exclude_message_id: int | None = None
+    conversation: Conversation,
+    *,
+    native: bool,
+    exclude_message_id: int | None = None,
+    images: bool = False,
 ) -> list[ChatMessage]:
+    """``images``: attach the images of the latest tool round (screenshots) for a model with
+    image input; older ones stay paths in their results, to keep requests small."""
     messages = (
         Message.objects.filter(conversation=conversation)
         .exclude(role=Message.Role.NOTICE)
@@ -37,6 +44,21 @@ def build_history(
         .order_by("created_at", "id")
     )
     out: list[ChatMessage] = []
+    messages = list(messages)
+    latest_calls = next(
+        (
+            [c.pk for c in m.tool_calls.all()]
+            for m in reversed(messages)
+            if m.role == Message.Role.ASSISTANT and m.pk != exclude_message_id
+        ),
+        [],
+    )
+
+    def pictures(call: ToolCall) -> list[ImagePart]:
+        if not images or call.pk not in latest_calls:
+            return []
+        return [ImagePart(mime_type=m, data=d) for m, d in selectors.call_images(call.pk)]
+
     for message in messages:
         if message.pk == exclude_message_id:
             continue
@@ -76,6 +98,7 @@ def build_history(
                         tool_call_id=call_request_id(c),
                         name=c.tool,
                         is_error=not result.get("success", False),
+                        images=pictures(c),
                     )
                 )
         else:
@@ -90,6 +113,7 @@ def build_history(
                     ChatMessage(
                         role="user",
                         content=format_tool_results([(c.tool, _result(c)) for c in calls]),
+                        images=[p for c in calls for p in pictures(c)],
                     )
                 )
     return _merge_consecutive_users(out)
@@ -100,7 +124,11 @@ def _merge_consecutive_users(messages: list[ChatMessage]) -> list[ChatMessage]:
     merged: list[ChatMessage] = []
     for m in messages:
         if merged and m.role == "user" and merged[-1].role == "user":
-            merged[-1] = ChatMessage(role="user", content=f"{merged[-1].content}\n\n{m.content}")
+            merged[-1] = ChatMessage(
+                role="user",
+                content=f"{merged[-1].content}\n\n{m.content}",
+                images=merged[-1].images + m.images,
+            )
         else:
             merged.append(m)
     return merged

@@ -160,9 +160,12 @@ def _run_model(turn: Turn, provider: Provider, agent: Agent) -> None:
     message_publish(message)
     client = provider_client(provider, model=agent.model)
     system = agent.system_prompt.strip() or DEFAULT_SYSTEM_PROMPT
+    images = provider.image_input and selectors.images_to_model_enabled()
     try:
         try:
-            reply = _stream_reply(turn, message, client, tools, system=system, native=native)
+            reply = _stream_reply(
+                turn, message, client, tools, system=system, native=native, images=images
+            )
         except ToolsNotSupported:
             if provider.native_tools != Provider.NativeTools.AUTO:
                 raise
@@ -171,7 +174,9 @@ def _run_model(turn: Turn, provider: Provider, agent: Agent) -> None:
             native = False
             Message.objects.filter(pk=message.pk).update(fallback=True)
             message.fallback = True
-            reply = _stream_reply(turn, message, client, tools, system=system, native=False)
+            reply = _stream_reply(
+                turn, message, client, tools, system=system, native=False, images=images
+            )
     except _Cancelled:
         _close_message(message, state=Message.State.CANCELLED)
         turn_finish(turn, status=Turn.Status.CANCELLED)
@@ -257,11 +262,17 @@ def _stream_reply(
     *,
     system: str,
     native: bool,
+    images: bool = False,
 ) -> ModelReply:
     specs = tool_specs(tools, strict=True) if tools else []
     if not native and tools:
         system = f"{system}\n\n{fallback_prompt_block(tool_specs(tools, strict=False))}"
-    history = build_history(turn.conversation, native=native, exclude_message_id=message.pk)
+    history = build_history(
+        turn.conversation,
+        native=native,
+        exclude_message_id=message.pk,
+        images=images,
+    )
     state = _Stream(turn_id=turn.pk, conversation_id=turn.conversation_id, message_id=message.pk)
     message.content = ""
     try:
