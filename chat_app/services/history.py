@@ -37,14 +37,13 @@ def build_history(
 ) -> list[ChatMessage]:
     """``images``: attach the images of the latest tool round (screenshots) for a model with
     image input; older ones stay paths in their results, to keep requests small."""
-    messages = (
+    messages = list(
         Message.objects.filter(conversation=conversation)
         .exclude(role=Message.Role.NOTICE)
         .prefetch_related("tool_calls")
         .order_by("created_at", "id")
     )
     out: list[ChatMessage] = []
-    messages = list(messages)
     latest_calls = next(
         (
             [c.pk for c in m.tool_calls.all()]
