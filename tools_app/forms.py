@@ -144,7 +144,7 @@ def field_spec(name: str, prop: dict[str, Any], *, required: bool) -> FieldSpec:
     elif kind == "array":
         items = inner.get("items")
         item_type = items.get("type") if isinstance(items, dict) else None
-        if isinstance(items, dict) and item_type in _SCALARS and "enum" not in items:
+        if isinstance(items, dict) and item_type in _SCALARS:
             spec.kind = "lines"
             spec.item_type = str(item_type)
     return spec

@@ -136,7 +136,18 @@ class ToolCall(models.Model):
 
     @property
     def arguments_for_display(self) -> Any:
-        return self.arguments if self.arguments is not None else self.raw_arguments
+        if self.arguments is None:
+            return self.raw_arguments
+        # Postgres (jsonb) does not keep key order: show them in the tool's field order.
+        from tools_app.registry import get_tool
+
+        tool = get_tool(self.tool)
+        if tool is None or not isinstance(self.arguments, dict):
+            return self.arguments
+        order = {
+            (info.alias or name): i for i, (name, info) in enumerate(tool.model_fields.items())
+        }
+        return dict(sorted(self.arguments.items(), key=lambda kv: order.get(kv[0], len(order))))
 
 
 class AuditRecordQuerySet(models.QuerySet["AuditRecord"]):
