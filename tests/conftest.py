@@ -29,9 +29,15 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if settings.MODE == "distributed":
-        # Only the mode-sensitive tests run a second time in distributed mode.
-        selected = [i for i in items if i.get_closest_marker("modes")]
-        deselected = [i for i in items if not i.get_closest_marker("modes")]
+        # Only the mode-sensitive tests run a second time in distributed mode (and not those
+        # that swap an activity in-process: a worker process would not see the double).
+        def wanted(item: pytest.Item) -> bool:
+            return bool(item.get_closest_marker("modes")) and not item.get_closest_marker(
+                "embedded_only"
+            )
+
+        selected = [i for i in items if wanted(i)]
+        deselected = [i for i in items if not wanted(i)]
         if deselected:
             config.hook.pytest_deselected(items=deselected)
             items[:] = selected

@@ -9,7 +9,6 @@ import pytest
 from channels.db import database_sync_to_async
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
-from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 
 from tools_app.models import AuditRecord, ToolCall, ToolFunctionConfig
@@ -107,7 +106,7 @@ async def test_deny_over_the_socket_and_commands_for_other_calls_are_refused(sta
     await comm.disconnect()
 
 
-@pytest.mark.skipif(settings.MODE != "embedded", reason="the activity double lives in-process")
+@pytest.mark.embedded_only  # the activity double lives in-process
 async def test_stop_cancels_a_running_test_and_output_streams_with_offsets(worker, staff_user):
     started = threading.Event()
 

@@ -19,6 +19,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from tests.helpers import require
 from tools_app.errors import PolicyDenied, ToolCancelled, ToolError, ToolTimeout
 from tools_app.executors.http.client import fetch
 
@@ -330,8 +331,8 @@ def test_it_connects_to_the_checked_address_only(monkeypatch: pytest.MonkeyPatch
         assert victim.hits == []
 
 
-@pytest.mark.skipif(not ipv6_loopback_works(), reason="no IPv6 loopback here")
 def test_it_fetches_over_ipv6() -> None:
+    require(ipv6_loopback_works(), "no IPv6 loopback here")
     with serving("::1") as server:
         result = fetch("GET", server.url("/echo"), private_allowed=["::1"])
 
