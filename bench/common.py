@@ -20,6 +20,11 @@ DATABASE_URL = os.environ.get(
 )
 
 
+# The pool of the distributed worker: "threads" (what the docs recommend for tool workers,
+# whose calls mostly wait on sandboxes and the network) or "prefork" (Celery's default).
+WORKER_POOL = os.environ.get("BENCH_WORKER_POOL", "threads")
+
+
 def mode_env(mode: str) -> dict[str, str]:
     env = {"CC_VAR_DIR": str(ROOT / "var" / f"bench-{mode}"), "PYTHONUNBUFFERED": "1"}
     if mode == "distributed":
@@ -84,6 +89,8 @@ def start_worker(mode: str, queues: str = "agent,tools,browser") -> subprocess.P
             "worker",
             "-Q",
             queues,
+            "-P",
+            WORKER_POOL,
             "-c",
             "4",
             "-l",

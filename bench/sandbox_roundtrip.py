@@ -81,7 +81,7 @@ class Pipeline:
             )
             assert call.status == "queued", call.error
             toolcall_dispatch(call)
-        toolcall_publish(call)
+        toolcall_publish(call, wait=False)  # as the agent loop does
         return call.pk
 
     async def run(self, backend: str) -> float:

@@ -242,7 +242,7 @@ def _bind_and_dispatch(
     from tools_app.events import toolcall_publish
 
     for call in calls:
-        toolcall_publish(call)
+        toolcall_publish(call, wait=False)  # in order with what follows; the call goes on
     turn_advance(turn.pk)  # every call may already be finished (all refused)
 
 

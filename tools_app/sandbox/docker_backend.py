@@ -248,12 +248,12 @@ class DockerSandbox(Sandbox):
 
     def _exit_code(self, exec_id: str) -> int | None:
         # The stream can close a moment before the engine records the exit code.
-        for _ in range(50):
+        for _ in range(250):
             with self.pool.errors():
                 info = self.api.exec_inspect(exec_id)
             if not info.get("Running") and info.get("ExitCode") is not None:
                 return int(info["ExitCode"])
-            time.sleep(0.005)
+            time.sleep(0.001)
         return None
 
     def release(self, workspace_id: str) -> None:

@@ -196,6 +196,7 @@ def toolcall_execute(*, tool_call_id: int) -> None:
         duration_ms=duration_ms,
         sandbox_id=ctx.sandbox_id,
         only_if=ToolCall.Status.RUNNING,
+        current=True,
     )
 
 
@@ -213,15 +214,20 @@ def toolcall_finish(
     duration_ms: int | None = None,
     sandbox_id: str = "",
     only_if: str | tuple[str, ...],
+    current: bool = False,
 ) -> bool:
-    """Move a call to a terminal status exactly once, then publish and signal it."""
+    """Move a call to a terminal status exactly once, then publish and signal it.
+
+    ``current``: ``call`` is the row as the caller claimed it (its version is the stored one),
+    so the finished call is built in memory instead of read back (one query less per call).
+    """
     allowed = (only_if,) if isinstance(only_if, str) else only_if
     fields: dict[str, Any] = {
         "status": status,
         "result": result,
         "error": error,
         "finished_at": timezone.now(),
-        "version": F("version") + 1,
+        "version": call.version + 1 if current else F("version") + 1,
     }
     if output is not None:
         fields["output"] = output
@@ -229,9 +235,16 @@ def toolcall_finish(
         fields["duration_ms"] = duration_ms
     if sandbox_id:
         fields["sandbox_id"] = sandbox_id
-    if not ToolCall.objects.filter(pk=call.pk, status__in=allowed).update(**fields):
+    rows = ToolCall.objects.filter(pk=call.pk, status__in=allowed)
+    if current:
+        rows = rows.filter(version=call.version)
+    if not rows.update(**fields):
         return False
-    call.refresh_from_db()
+    if current:
+        for name, value in fields.items():
+            setattr(call, name, value)
+    else:
+        call.refresh_from_db()
     toolcall_publish(call)  # people first; the audit record follows a moment later
     audit_call(call)
     toolcall_finished.send(sender=ToolCall, call=call)
