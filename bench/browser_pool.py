@@ -115,19 +115,24 @@ async def _run_call(layer: Any, user_id: int, conversation_id: int, tool: str, a
         ctx=BindContext(user_id=user_id, conversation_id=conversation_id, source="api"),
     )
     assert call.status == "queued", call.result
+    from tools_app.events import toolcall_groups
+
+    group = toolcall_groups(call)[0]  # where the call's card is published
     channel = await layer.new_channel()
-    await layer.group_add(f"toolcall_{call.pk}", channel)
+    await layer.group_add(group, channel)
     try:
         await sync_to_async(toolcall_dispatch)(call)
         while True:
             message = await layer.receive(channel)
+            if message["payload"].get("id") != call.pk:
+                continue
             status = message["payload"].get("status")
             if status == "succeeded":
                 return
             if status in ("failed", "denied", "cancelled"):
                 raise RuntimeError(f"{tool} {status}: {message['payload']}")
     finally:
-        await layer.group_discard(f"toolcall_{call.pk}", channel)
+        await layer.group_discard(group, channel)
 
 
 def _sample(user_id: int, conversation_id: int, url: str) -> float:
