@@ -226,6 +226,15 @@ def override_activity(name: str, fn: Activity) -> Iterator[None]:
             ACTIVITIES[name] = previous
 
 
+def unregister_tool(name: str) -> None:
+    """Remove a tool (tests define throwaway tools; this keeps them out of other tests)."""
+    with _lock:
+        tool = TOOLS.pop(name, None)
+        if tool is not None and tool.tool_group in GROUPS:
+            tools = GROUPS[tool.tool_group].tools
+            tools[:] = [t for t in tools if t is not tool]
+
+
 def get_tool(name: str) -> type[BaseTool] | None:
     return TOOLS.get(name)
 

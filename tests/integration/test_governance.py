@@ -14,7 +14,7 @@ from tests.conftest import wait_turn
 from tests.helpers import wait_for
 from tests.llm_server import Call, Reply
 from tools_app.models import AuditRecord, ToolCall, ToolFunctionConfig, ToolGroupConfig
-from tools_app.registry import GROUPS, TOOLS, BaseTool
+from tools_app.registry import BaseTool, unregister_tool
 from tools_app.services.approval import ApprovalError, toolcall_decide
 
 
@@ -166,17 +166,16 @@ class Forecast(BaseModel):
     celsius: float = Field(ge=-90, le=60)
 
 
-class WeatherGuess(BaseTool, group="time", output=Forecast):
-    """Guess the weather in a city (no implementation: latent)."""
-
-    city: str
-
-
 @pytest.fixture
 def latent_tool():
+    # Defined inside the fixture so it is registered only for this test.
+    class WeatherGuess(BaseTool, group="time", output=Forecast):
+        """Guess the weather in a city (no implementation: latent)."""
+
+        city: str
+
     yield WeatherGuess
-    TOOLS.pop("weather_guess", None)
-    GROUPS["time"].tools[:] = [t for t in GROUPS["time"].tools if t is not WeatherGuess]
+    unregister_tool("weather_guess")
 
 
 def test_a_tool_without_activity_runs_latently(

@@ -85,7 +85,7 @@ def counting_tool():
     defined at module level would stay in the registry for the whole session)."""
     from pydantic import Field
 
-    from tools_app.registry import GROUPS, TOOLS, BaseTool
+    from tools_app.registry import BaseTool, unregister_tool
 
     class CountSheep(BaseTool, group="time"):
         """Count sheep (test only)."""
@@ -93,8 +93,7 @@ def counting_tool():
         count: int = Field(3, ge=1, le=10, description="How many.")
 
     yield CountSheep
-    TOOLS.pop("count_sheep", None)
-    GROUPS["time"].tools[:] = [t for t in GROUPS["time"].tools if t is not CountSheep]
+    unregister_tool("count_sheep")
 
 
 def test_an_unparsable_field_is_an_inline_error_not_a_call(staff_client, counting_tool):

@@ -6,7 +6,13 @@ import jsonschema
 import pytest
 from pydantic import BaseModel, Field
 
-from tools_app.registry import GROUPS, TOOLS, BaseTool, override_activity, resolve_activity
+from tools_app.registry import (
+    TOOLS,
+    BaseTool,
+    override_activity,
+    resolve_activity,
+    unregister_tool,
+)
 from tools_app.services.binding import format_validation_error
 
 
@@ -15,20 +21,20 @@ class _Nested(BaseModel):
     values: list[int] = Field(default_factory=list)
 
 
-class SampleSchemaTool(BaseTool, group="time"):
-    """A tool used only to exercise schema generation."""
+@pytest.fixture
+def sample_tool():
+    # Defined (and so registered) only while a test uses it: a module-level class would stay
+    # in the registry, offered to the model and listed in the Tools Manager, for every test.
+    class SampleSchemaTool(BaseTool, group="time"):
+        """A tool used only to exercise schema generation."""
 
-    path: str = Field(description="Where.")
-    limit: int = Field(10, ge=1, description="How many.")
-    flags: list[str] | None = None
-    nested: _Nested | None = None
+        path: str = Field(description="Where.")
+        limit: int = Field(10, ge=1, description="How many.")
+        flags: list[str] | None = None
+        nested: _Nested | None = None
 
-
-@pytest.fixture(autouse=True)
-def _unregister_sample():
-    yield
-    TOOLS.pop("sample_schema_tool", None)
-    GROUPS["time"].tools[:] = [t for t in GROUPS["time"].tools if t is not SampleSchemaTool]
+    yield SampleSchemaTool
+    unregister_tool("sample_schema_tool")
 
 
 def all_objects(schema):
@@ -42,21 +48,21 @@ def all_objects(schema):
             yield from all_objects(value)
 
 
-def test_the_name_is_derived_from_the_class_name():
-    assert SampleSchemaTool.tool_name == "sample_schema_tool"
-    assert TOOLS["sample_schema_tool"] is SampleSchemaTool
+def test_the_name_is_derived_from_the_class_name(sample_tool):
+    assert sample_tool.tool_name == "sample_schema_tool"
+    assert TOOLS["sample_schema_tool"] is sample_tool
 
 
 @pytest.mark.parametrize("strict", [True, False])
-def test_every_schema_is_valid_json_schema(strict):
+def test_every_schema_is_valid_json_schema(strict, sample_tool):
     for tool in TOOLS.values():
         schema = tool.openai_schema(strict=strict)["function"]["parameters"]
         jsonschema.Draft202012Validator.check_schema(schema)
         assert "$defs" not in schema and "$ref" not in str(schema)
 
 
-def test_strict_schema_has_the_openai_strict_shape():
-    fn = SampleSchemaTool.openai_schema(strict=True)["function"]
+def test_strict_schema_has_the_openai_strict_shape(sample_tool):
+    fn = sample_tool.openai_schema(strict=True)["function"]
     assert fn["strict"] is True
     assert fn["description"] == "A tool used only to exercise schema generation."
     for obj in all_objects(fn["parameters"]):
@@ -67,18 +73,18 @@ def test_strict_schema_has_the_openai_strict_shape():
     assert "default" not in str(fn["parameters"])
 
 
-def test_plain_schema_lists_only_truly_required_fields():
-    schema = SampleSchemaTool.anthropic_schema()["input_schema"]
+def test_plain_schema_lists_only_truly_required_fields(sample_tool):
+    schema = sample_tool.anthropic_schema()["input_schema"]
     assert schema["required"] == ["path"]
     assert schema["additionalProperties"] is False
     assert schema["properties"]["limit"]["default"] == 10
 
 
-def test_validation_errors_name_the_field_and_the_problem():
+def test_validation_errors_name_the_field_and_the_problem(sample_tool):
     from pydantic import ValidationError
 
     with pytest.raises(ValidationError) as info:
-        SampleSchemaTool.model_validate({"limit": 0, "bogus": 1})
+        sample_tool.model_validate({"limit": 0, "bogus": 1})
     text = format_validation_error("sample_schema_tool", info.value)
     assert "'path' is required" in text
     assert "'limit'" in text and "greater than or equal to 1" in text
