@@ -3,6 +3,7 @@ hardening, and clear errors when the engine or image is missing."""
 
 from __future__ import annotations
 
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -67,6 +68,18 @@ def test_it_recreates_a_container_removed_externally(docker_box: Box) -> None:
     second = docker_box.run("echo", "back")
     assert second.stdout == "back\n"
     assert second.sandbox_id != first.sandbox_id
+
+
+def test_a_workspace_deleted_and_made_again_gets_a_fresh_container(docker_box: Box) -> None:
+    # The old container's bind mount still holds the deleted directory: it must not serve
+    # the new one at the same path.
+    first = docker_box.run("sh", "-c", "echo old > /workspace/a.txt")
+    shutil.rmtree(docker_box.dir)
+    docker_box.dir.mkdir()
+    second = docker_box.run("sh", "-c", "ls /workspace; echo new > /workspace/b.txt")
+    assert second.sandbox_id != first.sandbox_id
+    assert second.stdout == ""
+    assert (docker_box.dir / "b.txt").read_text() == "new\n"
 
 
 def test_it_recreates_a_container_that_stopped(docker_box: Box) -> None:

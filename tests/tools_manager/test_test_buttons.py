@@ -11,6 +11,7 @@ user's own (``u<id>-test``, see ``tools_app.runtime.workspace_id_for``), which i
 from __future__ import annotations
 
 import html
+import re
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -146,7 +147,11 @@ def run_test(
     page.get_by_role("button", name="Run test").click()
     card = page.locator(".test-run .toolcall").first
     expect(card.locator(".tool-name")).to_have_text(tool)
-    expect(card.locator(".status-word")).to_have_text("succeeded", timeout=30_000)
+    expect(card.locator(".status-word")).not_to_have_text(
+        re.compile("queued|running|awaiting approval"), timeout=30_000
+    )
+    status = card.locator(".status-word").inner_text()
+    assert status == "succeeded", f"{tool} {status}: {card.inner_text()}"
     expect(page.locator(".test-run").first).to_have_attribute("data-status", "succeeded")
     for snippet in result:
         expect(card.locator(".toolcall-result")).to_contain_text(snippet)

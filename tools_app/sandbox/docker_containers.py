@@ -22,6 +22,17 @@ from tools_app.sandbox.base import DEFAULT_PATH, WORKSPACE, SandboxError
 
 LABEL = "controlcenter.sandbox"
 LABEL_WORKSPACE = "controlcenter.workspace"
+# The workspace directory's identity (device:inode) when the container was made: a directory
+# deleted and created again at the same path must not be served by the old container, whose
+# bind mount still holds the deleted one.
+LABEL_DIR_ID = "controlcenter.workspace_dir_id"
+
+
+def _dir_id(path: Path) -> str:
+    st = os.stat(path)
+    return f"{st.st_dev}:{st.st_ino}"
+
+
 NETWORK = "cc-sandbox-net"  # user-defined bridge: dockerd may run with --bridge=none
 NOFILE = 256
 
@@ -31,6 +42,7 @@ class _Warm:
     container_id: str
     workspace: Path
     last_used: float  # wall clock, comparable with the engine's event times
+    dir_id: str = ""
 
 
 def container_name(workspace_id: str, network: bool, namespace: str = "1") -> str:
@@ -118,17 +130,18 @@ class ContainerPool:
 
     def ensure(self, workspace_id: str, workspace: Path, *, network: bool) -> str:
         name = container_name(workspace_id, network, self.namespace)
+        dir_id = _dir_id(workspace)
         warm = self._warm.get(name)
-        if warm is not None and warm.workspace == workspace:
+        if warm is not None and warm.workspace == workspace and warm.dir_id == dir_id:
             return warm.container_id
         with self._lock:
             name_lock = self._name_locks.setdefault(name, threading.Lock())
         with name_lock:
             warm = self._warm.get(name)
-            if warm is not None and warm.workspace == workspace:
+            if warm is not None and warm.workspace == workspace and warm.dir_id == dir_id:
                 return warm.container_id
             cid = self._find_or_create(name, workspace_id, workspace, network)
-            self._warm[name] = _Warm(cid, workspace, time.time())
+            self._warm[name] = _Warm(cid, workspace, time.time(), dir_id)
             return cid
 
     def _find_or_create(self, name: str, workspace_id: str, workspace: Path, network: bool) -> str:
@@ -186,7 +199,12 @@ class ContainerPool:
 
     def _matches(self, info: dict[str, Any], workspace: Path) -> bool:
         mounts = {m.get("Destination"): m.get("Source") for m in info.get("Mounts") or []}
-        return info["Config"].get("Image") == self.image and mounts.get(WORKSPACE) == str(workspace)
+        labels = info["Config"].get("Labels") or {}
+        return (
+            info["Config"].get("Image") == self.image
+            and mounts.get(WORKSPACE) == str(workspace)
+            and labels.get(LABEL_DIR_ID) == _dir_id(workspace)
+        )
 
     def _container_spec(
         self, name: str, workspace_id: str, workspace: Path, network: bool
@@ -221,7 +239,11 @@ class ContainerPool:
             "working_dir": WORKSPACE,
             "hostname": "sandbox",
             "environment": {"PATH": DEFAULT_PATH, "HOME": WORKSPACE, "LANG": "C.UTF-8"},
-            "labels": {LABEL: self.label.split("=", 1)[1], LABEL_WORKSPACE: workspace_id},
+            "labels": {
+                LABEL: self.label.split("=", 1)[1],
+                LABEL_WORKSPACE: workspace_id,
+                LABEL_DIR_ID: _dir_id(workspace),
+            },
             "host_config": host_config,
         }
 
