@@ -4,7 +4,7 @@ from django.contrib import admin
 from django.http import HttpRequest
 
 from chat_app.forms import ProviderForm
-from chat_app.models import Conversation, Message, Provider, Turn
+from chat_app.models import Agent, Conversation, Message, Provider, Turn
 
 
 @admin.register(Provider)
@@ -61,3 +61,23 @@ class MessageAdmin(admin.ModelAdmin):
     list_display = ["id", "conversation", "role", "state", "created_at"]
     list_filter = ["role", "state"]
     search_fields = ["content"]
+
+
+@admin.register(Agent)
+class AgentAdmin(admin.ModelAdmin):
+    list_display = [
+        "name",
+        "is_default",
+        "provider",
+        "model",
+        "all_tools",
+        "max_rounds",
+        "max_calls_per_turn",
+        "max_calls_per_conversation",
+    ]
+    search_fields = ["name", "description"]
+
+    def save_model(self, request: HttpRequest, obj: Agent, form: object, change: bool) -> None:
+        super().save_model(request, obj, form, change)  # type: ignore[arg-type]
+        if obj.is_default:
+            Agent.objects.exclude(pk=obj.pk).update(is_default=False)

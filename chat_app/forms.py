@@ -2,13 +2,21 @@ from __future__ import annotations
 
 from django import forms
 
-from chat_app.models import Conversation, Provider
+from chat_app.models import Agent, Conversation, Provider
 
 
 class RenameForm(forms.ModelForm):
     class Meta:
         model = Conversation
         fields = ["title"]
+
+
+class AgentChoiceForm(forms.ModelForm):
+    agent = forms.ModelChoiceField(queryset=Agent.objects.all(), empty_label=None)
+
+    class Meta:
+        model = Conversation
+        fields = ["agent"]
 
 
 class ProviderForm(forms.ModelForm):

@@ -10,4 +10,5 @@ urlpatterns = [
     path("c/<int:conversation_id>/", views.conversation_page, name="conversation"),
     path("c/<int:conversation_id>/rename/", views.conversation_rename, name="rename"),
     path("c/<int:conversation_id>/delete/", views.conversation_delete, name="delete"),
+    path("c/<int:conversation_id>/agent/", views.conversation_agent, name="agent"),
 ]

@@ -10,8 +10,9 @@ from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
 from chat_app import selectors
-from chat_app.forms import RenameForm
+from chat_app.forms import AgentChoiceForm, RenameForm
 from chat_app.models import Conversation
+from chat_app.services.agents import agent_default
 from chat_app.services.providers import provider_default
 
 
@@ -49,6 +50,7 @@ def conversation_page(request: AuthedHtmxRequest, conversation_id: int) -> HttpR
     conversation = selectors.conversation_for_viewer(request.user, conversation_id)
     if conversation is None:
         raise Http404("conversation not found")
+    default_agent = agent_default()  # there is always at least "General" to pick
     return render(
         request,
         "chat/page.html",
@@ -59,7 +61,26 @@ def conversation_page(request: AuthedHtmxRequest, conversation_id: int) -> HttpR
             "running": selectors.running_turn(conversation) is not None,
             "provider": conversation.provider or provider_default(),
             "read_only": conversation.owner_id != request.user.pk,
+            "agent_form": AgentChoiceForm(
+                instance=conversation, initial={"agent": conversation.agent or default_agent}
+            ),
         },
+    )
+
+
+@login_required
+@require_POST
+def conversation_agent(request: AuthedHtmxRequest, conversation_id: int) -> HttpResponse:
+    """Pick the agent profile a conversation uses (from its next model round on)."""
+    conversation = _owned(request, conversation_id)
+    form = AgentChoiceForm(request.POST, instance=conversation)
+    saved = form.is_valid()
+    if saved:
+        form.save()
+    return render(
+        request,
+        "chat/page.html#agent-bar",
+        {"conversation": conversation, "agent_form": form, "agent_saved": saved},
     )
 
 

@@ -116,3 +116,21 @@ def test_staff_may_read_anyones_conversation_but_others_may_not(
     body = page.content.decode()
     assert "Viewing <strong>alice</strong>" in body and "read-only" in body
     assert 'id="composer" class="composer" autocomplete="off" hidden' in body
+
+
+def test_a_conversation_picks_its_agent(client, user, other_user):
+    from chat_app.models import Agent, Conversation
+
+    conversation = Conversation.objects.create(owner=user)
+    coder = Agent.objects.create(name="Coder", all_tools=False, tools=["run_tests"])
+    client.force_login(user)
+    page = client.get(f"/c/{conversation.pk}/").content.decode()
+    assert 'id="agent-bar"' in page and "General" in page and "Coder" in page
+    response = client.post(
+        f"/c/{conversation.pk}/agent/", {"agent": coder.pk}, HTTP_HX_REQUEST="true"
+    )
+    assert response.status_code == 200 and "saved" in response.content.decode()
+    conversation.refresh_from_db()
+    assert conversation.agent == coder
+    client.force_login(other_user)
+    assert client.post(f"/c/{conversation.pk}/agent/", {"agent": coder.pk}).status_code == 404
