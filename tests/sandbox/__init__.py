@@ -9,5 +9,7 @@ from __future__ import annotations
 import pytest
 
 DOCKER = pytest.param("docker", marks=pytest.mark.docker)
-ISOLATED = [DOCKER, "bubblewrap"]
+# The same backend with one `docker exec` per command instead of its in-container runner.
+DOCKER_EXEC = pytest.param("docker_exec", marks=pytest.mark.docker)
+ISOLATED = [DOCKER, DOCKER_EXEC, "bubblewrap"]
 ALL = [*ISOLATED, "none"]

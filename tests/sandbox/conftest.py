@@ -137,6 +137,17 @@ def docker_sandbox() -> Iterator[Sandbox | str]:
 
 
 @pytest.fixture(scope="session")
+def docker_exec_sandbox(docker_sandbox: Sandbox | str) -> Sandbox | str:
+    """The docker backend without its in-container runner: one ``docker exec`` per command
+    (what images without python3 get)."""
+    if isinstance(docker_sandbox, str):
+        return docker_sandbox
+    from tools_app.sandbox.docker_backend import DockerSandbox
+
+    return DockerSandbox(image=IMAGE, pool_label=TEST_LABEL, runner=False)
+
+
+@pytest.fixture(scope="session")
 def bubblewrap_sandbox() -> Sandbox | str:
     sandbox = BubblewrapSandbox()
     ok, detail = sandbox.health()

@@ -19,7 +19,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tools_app.sandbox.base import OutputSink
+from tools_app.sandbox.base import OutputSink, stop_reason
 
 CHUNK = 65536
 POLL = 0.05  # how often cancel/timeout are checked while nothing happens (cancel within ~0.1 s)
@@ -72,10 +72,7 @@ def run_process(
         while True:
             now = time.monotonic()
             if reason is None:
-                if cancel is not None and cancel.is_set():
-                    reason = "cancelled"
-                elif now >= deadline:
-                    reason = "timeout"
+                reason = stop_reason(cancel, deadline, now)
                 if reason is not None:
                     _killpg(proc.pid)
                     give_up_at = now + GRACE

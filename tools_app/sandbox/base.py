@@ -13,6 +13,7 @@ import os
 import posixpath
 import re
 import threading
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -195,3 +196,38 @@ class OutputSink:
             # A broken consumer (e.g. a closed websocket) must not abandon a running command.
             logger.exception("sandbox on_output callback failed; not streaming any more")
             self._on_output = None
+
+
+def sink_result(
+    started: float,
+    sink: OutputSink,
+    *,
+    exit_code: int | None,
+    sandbox_id: str,
+    reason: str | None = None,
+    killed_reason: str | None = None,
+) -> ExecResult:
+    """The ``ExecResult`` of a command whose output ``sink`` collected. ``reason``: why we
+    killed it ("timeout"/"cancelled"; the exit code is then meaningless); ``killed_reason``:
+    what to report, when more than that is known (e.g. out of memory)."""
+    sink.finish()  # flushes the decoders; a no-op when already done
+    return ExecResult(
+        exit_code=None if reason else exit_code,
+        stdout=sink.text("stdout"),
+        stderr=sink.text("stderr"),
+        truncated=sink.truncated,
+        timed_out=reason == "timeout",
+        cancelled=reason == "cancelled",
+        duration_ms=int((time.monotonic() - started) * 1000),
+        sandbox_id=sandbox_id,
+        killed_reason=killed_reason or reason,
+    )
+
+
+def stop_reason(cancel: threading.Event | None, deadline: float, now: float) -> str | None:
+    """Why a running command must be killed now: "cancelled", "timeout", or ``None``."""
+    if cancel is not None and cancel.is_set():
+        return "cancelled"
+    if now >= deadline:
+        return "timeout"
+    return None

@@ -31,6 +31,7 @@ from tools_app.sandbox.base import (
     parse_size,
     prepare_workspace,
     sandbox_env,
+    sink_result,
 )
 
 FSIZE = 1 << 30  # largest single file a command may write
@@ -185,16 +186,12 @@ class BubblewrapSandbox(Sandbox):
         exit_code = outcome.returncode
         if exit_code == 1 and sink.text("stderr").startswith("bwrap: execvp "):
             exit_code = 127  # "command not found", as a shell (and the docker backend) reports it
-        return ExecResult(
+        return sink_result(
+            started,
+            sink,
             exit_code=exit_code,
-            stdout=sink.text("stdout"),
-            stderr=sink.text("stderr"),
-            truncated=sink.truncated,
-            timed_out=outcome.reason == "timeout",
-            cancelled=outcome.reason == "cancelled",
-            duration_ms=int((time.monotonic() - started) * 1000),
             sandbox_id=f"bwrap:{outcome.pid}",
-            killed_reason=outcome.reason,
+            reason=outcome.reason,
         )
 
     def health(self) -> tuple[bool, str]:

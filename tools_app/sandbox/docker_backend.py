@@ -1,21 +1,31 @@
-"""Docker backend: one warm, hardened container per (workspace, network flag); commands are execs.
+"""Docker backend: one warm, hardened container per (workspace, network flag).
 
-A new container per call costs 300-450 ms here, an exec into a running one ~70 ms, so containers
-stay up (``sleep infinity`` under docker's tini, which reaps orphans so killed process trees do
-not pile up as zombies against the pids limit) until ``release``/``reap_idle``. Their names are
-deterministic so every worker process finds and reuses the same container.
+A new container per call costs 300-450 ms here, an exec into a running one 60-100 ms, so
+containers stay up (``sleep infinity`` under docker's tini, which reaps orphans so killed process
+trees do not pile up as zombies against the pids limit) until ``release``/``reap_idle``. Their
+names are deterministic so every worker process finds and reuses the same container.
 
-Docker cannot kill an exec, so each command runs under a small shell wrapper that starts it in
-its own session, writes that process group id to /tmp/.cc-run/<token> and, when the command
-ends, kills whatever it left behind. Timeout/cancel kill the group from a second exec; if that
-cannot run (a fork bomb fills the pids limit) the whole container is killed and recreated on the
-next call. A process that deliberately starts its own session escapes the group kill but stays
+Commands go to a runner that each worker process keeps inside the container (one long exec of
+``runner_agent.py``; see ``docker_runner``): it spawns each command in its own session, streams
+its output, and kills the whole group when the leader exits or on timeout/cancel — a few ms per
+command instead of an exec's tens. If the runner does not answer a kill, the container is
+killed and recreated on the next call.
+
+Images without ``python3`` (or ``SANDBOX_DOCKER_RUNNER=0``) get one exec per command instead.
+Docker cannot kill an exec, so each such command runs under a small shell wrapper that starts it
+in its own session, writes that process group id to /tmp/.cc-run/<token> and, when the command
+ends, kills whatever it left behind; timeout/cancel kill the group from a second exec.
+
+Either way a process that deliberately starts its own session escapes the group kill but stays
 inside the container's limits until the container is released or reaped.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import logging
+import queue
 import selectors
 import threading
 import time
@@ -34,8 +44,18 @@ from tools_app.sandbox.base import (
     parse_size,
     prepare_workspace,
     sandbox_env,
+    sink_result,
+    stop_reason,
 )
 from tools_app.sandbox.docker_containers import ContainerPool
+from tools_app.sandbox.docker_runner import (
+    RunnerConnection,
+    RunnerLost,
+    RunnerUnavailable,
+    docker_frames,
+)
+
+logger = logging.getLogger(__name__)
 
 POLL = 0.05  # cancel/timeout check interval while the command is quiet
 # After timeout/cancel: how long the group kill may take before the whole container is killed
@@ -82,9 +102,17 @@ class DockerSandbox(Sandbox):
         cpus: float = 1.0,
         tmpfs_size: str = "64m",
         pool_label: str = "1",
+        runner: bool = True,
+        runner_idle: float = 600.0,
     ) -> None:
         self.image = image
         self.uid = uid
+        self.use_runner = runner
+        self.runner_idle = runner_idle
+        self._runners: dict[str, RunnerConnection] = {}
+        self._no_runner: set[str] = set()  # containers whose image cannot run it
+        self._runner_locks: dict[str, threading.Lock] = {}
+        self._runners_lock = threading.Lock()
         self.pool = ContainerPool(
             image=image,
             uid=uid,
@@ -111,6 +139,15 @@ class DockerSandbox(Sandbox):
         started = time.monotonic()
         started_wall = time.time()
         ws = prepare_workspace(workspace_dir, self.uid)
+        if self.use_runner:
+            cid, conn = self._runner_for(workspace_id, ws, req.network)
+            if conn is not None:
+                try:
+                    return self._exec_on_runner(
+                        conn, cid, workspace_id, req, on_output, cancel, started, started_wall
+                    )
+                except _NotStarted:
+                    pass  # the runner went away before taking the command: one exec instead
         token = uuid.uuid4().hex
         cmd = ["sh", "-c", WRAPPER, "sh", token, req.cwd, *req.argv]
         env = [f"{k}={v}" for k, v in sandbox_env(req).items()]
@@ -122,23 +159,167 @@ class DockerSandbox(Sandbox):
             reason, container_killed = self._pump(sock, req, sink, cid, token, started, cancel)
         finally:
             _close(sock)
-        sink.finish()
         exit_code = None if container_killed else self._exit_code(exec_id)
-        killed_reason = reason
+        return self._finish(sink, started, started_wall, cid, workspace_id, req, exit_code, reason)
+
+    # -- the in-container runner (see docker_runner / runner_agent) -------------------------
+
+    def _runner_for(
+        self, workspace_id: str, ws: Path, network: bool
+    ) -> tuple[str, RunnerConnection | None]:
+        """The warm container and this process's runner in it; ``None`` when it cannot run."""
+        import docker.errors
+
+        for attempt in range(2):
+            cid = self.pool.ensure(workspace_id, ws, network=network)
+            if cid in self._no_runner:
+                return cid, None
+            conn = self._runners.get(cid)
+            if conn is not None and conn.usable(self.runner_idle):
+                return cid, conn
+            with self._runners_lock:
+                lock = self._runner_locks.setdefault(cid, threading.Lock())
+            with lock:
+                conn = self._runners.get(cid)
+                if conn is not None:
+                    if conn.usable(self.runner_idle):
+                        return cid, conn
+                    conn.close()
+                env = [f"{k}={v}" for k, v in sandbox_env(ExecRequest(["true"])).items()]
+                try:
+                    with self.pool.errors():
+                        try:
+                            conn = RunnerConnection(self.api, cid, self.uid, env, self.runner_idle)
+                        except docker.errors.APIError as exc:
+                            # The container went away (404) or is not running (409): again,
+                            # with the container ensure() finds or makes now.
+                            if attempt == 0 and exc.status_code in (404, 409):
+                                self.pool.forget(workspace_id, network)
+                                continue
+                            raise
+                except RunnerUnavailable as exc:
+                    if exc.permanent:
+                        logger.warning(
+                            "image %s cannot run the sandbox runner (%s); one exec per command",
+                            self.image,
+                            exc,
+                        )
+                        self._no_runner.add(cid)
+                    return cid, None
+                self._runners[cid] = conn
+                return cid, conn
+        raise AssertionError("unreachable")
+
+    def _exec_on_runner(
+        self,
+        conn: RunnerConnection,
+        cid: str,
+        workspace_id: str,
+        req: ExecRequest,
+        on_output: OutputCallback | None,
+        cancel: threading.Event | None,
+        started: float,
+        started_wall: float,
+    ) -> ExecResult:
+        try:
+            jid, events = conn.submit(
+                req.argv, req.cwd, sandbox_env(req), req.stdin, req.max_output
+            )
+        except RunnerLost as exc:
+            raise _NotStarted from exc
+        sink = OutputSink(req.max_output, on_output)
+        deadline = started + req.timeout
+        reason: str | None = None
+        killed_at = 0.0
+        container_killed = False
+        exit_code: int | None = None
+        lost = ""
+        try:
+            while True:
+                now = time.monotonic()
+                if reason is None:
+                    reason = stop_reason(cancel, deadline, now)
+                    if reason is not None:
+                        conn.kill(jid)
+                        killed_at = now
+                elif not container_killed:
+                    # The runner kills the group at once; if it cannot answer, kill everything.
+                    if now - killed_at >= GROUP_KILL_GRACE:
+                        self.pool.kill(cid)
+                        container_killed = True
+                        killed_at = now
+                elif now - killed_at >= STREAM_GRACE:
+                    break
+                wait = POLL if reason else max(0.0, min(POLL, deadline - now))
+                try:
+                    event = events.get(timeout=wait)
+                except queue.Empty:
+                    continue
+                if "o" in event:
+                    sink.feed("stdout", base64.b64decode(event["o"]))
+                elif "e" in event:
+                    sink.feed("stderr", base64.b64decode(event["e"]))
+                elif "x" in event:
+                    exit_code = int(event["x"])
+                    break
+                elif "lost" in event:
+                    lost = str(event["lost"])
+                    break
+        finally:
+            conn.done(jid)
+        if lost and reason is None:
+            # The runner died under the command: the container was removed or killed, or the
+            # kernel's OOM killer chose the runner.
+            if not self.pool.oom_since(cid, started_wall):
+                raise SandboxError(
+                    "the sandbox stopped while the command ran: its container was removed or "
+                    f"killed, or its command runner was killed ({lost})"
+                )
+            exit_code = 137
+        return self._finish(sink, started, started_wall, cid, workspace_id, req, exit_code, reason)
+
+    def _finish(
+        self,
+        sink: OutputSink,
+        started: float,
+        started_wall: float,
+        cid: str,
+        workspace_id: str,
+        req: ExecRequest,
+        exit_code: int | None,
+        reason: str | None,
+    ) -> ExecResult:
+        killed_reason = None
         if reason is None and exit_code == 137 and self.pool.oom_since(cid, started_wall):
             killed_reason = "memory limit (OOM)"
         self.pool.touch(workspace_id, req.network)
-        return ExecResult(
-            exit_code=None if reason else exit_code,
-            stdout=sink.text("stdout"),
-            stderr=sink.text("stderr"),
-            truncated=sink.truncated,
-            timed_out=reason == "timeout",
-            cancelled=reason == "cancelled",
-            duration_ms=int((time.monotonic() - started) * 1000),
+        return sink_result(
+            started,
+            sink,
+            exit_code=exit_code,
             sandbox_id=cid[:12],
+            reason=reason,
             killed_reason=killed_reason,
         )
+
+    def close_idle_runners(self, max_idle_seconds: float) -> None:
+        """Stop this process's runners that ran nothing for ``max_idle_seconds`` (or whose
+        container is gone), so their containers show no running exec to the reaper."""
+        now = time.monotonic()
+        closing = []
+        with self._runners_lock:
+            for cid, conn in list(self._runners.items()):
+                if not conn.alive or (not conn.busy and now - conn.last_used >= max_idle_seconds):
+                    del self._runners[cid]
+                    self._runner_locks.pop(cid, None)
+                    conn.close()
+                    closing.append(conn)
+        deadline = time.monotonic() + 2.0
+        for conn in closing:
+            while time.monotonic() < deadline and conn.running():
+                time.sleep(0.02)
+
+    # -- one exec per command (images without python3, or the runner turned off) ----------
 
     def _create_exec(
         self, workspace_id: str, ws: Path, req: ExecRequest, cmd: list[str], env: list[str]
@@ -195,10 +376,7 @@ class DockerSandbox(Sandbox):
             while True:
                 now = time.monotonic()
                 if reason is None:
-                    if cancel is not None and cancel.is_set():
-                        reason = "cancelled"
-                    elif now >= deadline:
-                        reason = "timeout"
+                    reason = stop_reason(cancel, deadline, now)
                     if reason is not None:
                         killed_at = now
                         # In a thread: keep draining output while the kill exec runs.
@@ -260,20 +438,20 @@ class DockerSandbox(Sandbox):
         self.pool.release(workspace_id)
 
     def reap_idle(self, max_idle_seconds: float) -> int:
+        self.close_idle_runners(max_idle_seconds)
         return self.pool.reap_idle(max_idle_seconds)
 
     def health(self) -> tuple[bool, str]:
         return self.pool.health()
 
 
+class _NotStarted(Exception):
+    pass
+
+
 def _parse_frames(buf: bytearray, sink: OutputSink) -> None:
-    # Docker's multiplexed stream: 1 byte stream id, 3 padding, 4 bytes big-endian length.
-    while len(buf) >= 8:
-        size = int.from_bytes(buf[4:8], "big")
-        if len(buf) < 8 + size:
-            return
-        sink.feed("stderr" if buf[0] == 2 else "stdout", bytes(buf[8 : 8 + size]))
-        del buf[: 8 + size]
+    for stream_id, payload in docker_frames(buf):
+        sink.feed("stderr" if stream_id == 2 else "stdout", payload)
 
 
 def _feed_stdin(raw: Any, data: bytes) -> None:

@@ -20,6 +20,7 @@ from tools_app.sandbox.base import (
     OutputSink,
     Sandbox,
     sandbox_env,
+    sink_result,
 )
 
 
@@ -46,7 +47,7 @@ class NoSandbox(Sandbox):
         sink = OutputSink(req.max_output, on_output)
         if not cwd.is_dir():
             sink.feed("stderr", f"sh: cd: can't cd to {req.cwd}\n".encode())
-            return _result(started, sink, exit_code=1, sandbox_id="none")
+            return sink_result(started, sink, exit_code=1, sandbox_id="none")
         try:
             outcome = run_process(
                 req.argv,
@@ -60,8 +61,8 @@ class NoSandbox(Sandbox):
         except OSError as exc:  # the program is missing or not executable: say it like sh
             sink.feed("stderr", f"{req.argv[0]}: {exc.strerror}\n".encode())
             code = 127 if isinstance(exc, FileNotFoundError) else 126
-            return _result(started, sink, exit_code=code, sandbox_id="none")
-        return _result(
+            return sink_result(started, sink, exit_code=code, sandbox_id="none")
+        return sink_result(
             started,
             sink,
             exit_code=outcome.returncode,
@@ -71,25 +72,3 @@ class NoSandbox(Sandbox):
 
     def health(self) -> tuple[bool, str]:
         return True, "no sandbox: commands run directly on the host as the app's own user"
-
-
-def _result(
-    started: float,
-    sink: OutputSink,
-    *,
-    exit_code: int | None,
-    sandbox_id: str,
-    reason: str | None = None,
-) -> ExecResult:
-    sink.finish()  # flushes the decoders; a no-op when run_process already did it
-    return ExecResult(
-        exit_code=exit_code,
-        stdout=sink.text("stdout"),
-        stderr=sink.text("stderr"),
-        truncated=sink.truncated,
-        timed_out=reason == "timeout",
-        cancelled=reason == "cancelled",
-        duration_ms=int((time.monotonic() - started) * 1000),
-        sandbox_id=sandbox_id,
-        killed_reason=reason,
-    )

@@ -5,7 +5,8 @@ image exists, else bubblewrap when it works on this host, else refuses: running 
 isolation is never a silent fallback, only an explicit ``SANDBOX_BACKEND=none``.
 
 Other settings: SANDBOX_IMAGE, SANDBOX_UID, SANDBOX_MEMORY, SANDBOX_PIDS, SANDBOX_CPUS,
-SANDBOX_IDLE_SECONDS; DOCKER_HOST is honoured by the docker SDK.
+SANDBOX_IDLE_SECONDS, SANDBOX_DOCKER_RUNNER (on: commands go to a runner kept inside the warm
+container; off: one ``docker exec`` per command); DOCKER_HOST is honoured by the docker SDK.
 """
 
 from __future__ import annotations
@@ -53,6 +54,17 @@ def _env_float(name: str, default: float) -> float:
     return value
 
 
+def _env_switch(name: str, default: bool) -> bool:
+    raw = os.environ.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise SandboxError(f"{name}={raw!r} is not on/off (use 1 or 0)")
+
+
 def _env_memory() -> str:
     raw = os.environ.get("SANDBOX_MEMORY", "").strip() or "512m"
     try:
@@ -90,6 +102,8 @@ def _build(name: str) -> Sandbox:
             pids=_env_int("SANDBOX_PIDS", 128),
             cpus=_env_float("SANDBOX_CPUS", 1.0),
             pool_label=os.environ.get("SANDBOX_POOL_LABEL", "").strip() or _deployment_label(),
+            runner=_env_switch("SANDBOX_DOCKER_RUNNER", True),
+            runner_idle=idle_seconds(),
         )
     if name == "bubblewrap":
         from tools_app.sandbox.bwrap_backend import BubblewrapSandbox
