@@ -12,6 +12,9 @@ Distributed mode (Celery on Redis, a separate worker process, Postgres). Measure
   ``subprocess_sh``: ``sh -c 'echo hi'`` on the host.
 * ``docker_backend_direct`` / ``bwrap_backend_direct``: the sandbox backends' own ``exec``
   called in this process, which splits the pipeline's cost into sandbox and orchestration.
+  The docker backend hands commands to a runner inside the warm container;
+  ``docker_backend_exec_per_command_direct`` is the same backend with the runner off (one
+  ``docker exec`` per command, what images without python3 get).
 
 The variants run interleaved (every round runs each once, in a shuffled order) so load from
 elsewhere on the machine hits them alike; ratios compare medians from the same run.
@@ -139,7 +142,13 @@ def measure(user_id: int, conversation_id: int) -> dict[str, Any]:
 
     workspace_id = f"c{conversation_id}"
     workspace = workspace_dir_for(workspace_id)
+    from tools_app.sandbox.docker_backend import DockerSandbox
+
     docker = get_sandbox("docker")
+    assert isinstance(docker, DockerSandbox)
+    docker_exec_path = DockerSandbox(
+        image=docker.image, uid=docker.uid, pool_label=docker.pool.namespace, runner=False
+    )
     bwrap = get_sandbox("bubblewrap")
     for backend in (docker, bwrap):
         ok, detail = backend.health()
@@ -160,7 +169,7 @@ def measure(user_id: int, conversation_id: int) -> dict[str, Any]:
         await pipeline.start()
         log("warming the docker sandbox through the pipeline")
         await pipeline.run("docker")  # creates the warm container
-        info = docker.api.inspect_container(docker_container_name(workspace_id))  # type: ignore[attr-defined]
+        info = docker.api.inspect_container(docker_container_name(workspace_id))
         cid = info["Id"]
         import docker as docker_sdk
 
@@ -178,6 +187,7 @@ def measure(user_id: int, conversation_id: int) -> dict[str, Any]:
                 docker_run_argv(info["Config"]["Image"], str(workspace), 10001)
             ),
             "docker_backend_direct": direct(docker),
+            "docker_backend_exec_per_command_direct": direct(docker_exec_path),
             "bwrap_backend_direct": direct(bwrap),
             "subprocess_sh": _check(["sh", "-c", COMMAND]),
         }
