@@ -98,3 +98,63 @@ def test_an_image_without_python_gets_one_exec_per_command(
         assert timed.timed_out
     finally:
         sandbox.pool.release(box.workspace_id)
+
+
+def test_a_command_quiet_for_longer_than_the_engine_client_timeout_still_finishes(
+    sandbox_base: Path,
+) -> None:
+    import docker
+
+    sandbox = DockerSandbox(image=IMAGE, pool_label=TEST_LABEL)
+    sandbox.pool._api = docker.from_env(timeout=1).api  # type: ignore[attr-defined]
+    box = Box(sandbox, "quiet-runner", sandbox_base / "quiet-runner")
+    try:
+        assert box.sh("sleep 2.5; echo done", timeout=10).stdout == "done\n"
+        conn = _runner(box, box.run("true").sandbox_id)
+        time.sleep(1.5)
+        assert conn.alive, "an idle runner connection died of the client's request timeout"
+    finally:
+        sandbox.pool.release(box.workspace_id)
+
+
+def test_commands_cannot_reach_into_the_runner(docker_box: Box) -> None:
+    # Same uid, but the runner is not dumpable: its fds and memory are not the command's.
+    for attempt in (
+        "ls /proc/$PPID/fd",
+        "echo '{\"i\":\"x\",\"x\":0}' > /proc/$PPID/fd/1",
+        "head -c 10 /proc/$PPID/fd/0",
+        "cat /proc/$PPID/environ",
+    ):
+        result = docker_box.sh(attempt, timeout=5)
+        assert result.exit_code != 0, attempt
+        assert "Permission denied" in result.stderr, (attempt, result.stderr)
+    assert docker_box.run("echo", "still fine").stdout == "still fine\n"
+
+
+def test_the_runner_kills_a_command_its_host_stopped_waiting_for(docker_box: Box) -> None:
+    sandbox = docker_box.sandbox
+    assert isinstance(sandbox, DockerSandbox)
+    sandbox_id = docker_box.run("true").sandbox_id
+    conn = _runner(docker_box, sandbox_id)
+    jid, events = conn.submit(["sleep", "30"], "/workspace", {}, None, 1000, deadline=1.0)
+    try:
+        started = time.monotonic()
+        seen: list[dict[str, object]] = []
+        while not any("x" in e for e in seen):
+            seen.append(events.get(timeout=5))
+        assert time.monotonic() - started < 4
+        assert seen[-1]["x"] == 137
+    finally:
+        conn.done(jid)
+
+
+def test_odd_requests_do_not_hurt_the_runner(docker_box: Box) -> None:
+    # A lone surrogate cannot be exec'd: it is replaced, as the engine would.
+    assert docker_box.run("echo", "a\ud800b").stdout == "a?b\n"
+    # A script without a #! line runs under sh, as a shell would run it.
+    (docker_box.dir / "noshebang").write_text("echo from a plain script\n")
+    (docker_box.dir / "noshebang").chmod(0o755)
+    assert docker_box.run("./noshebang").stdout == "from a plain script\n"
+    # Stdin too large for the control channel goes through an exec of its own.
+    assert docker_box.run("wc", "-c", stdin=b"x" * 5_000_000).stdout.strip() == "5000000"
+    assert docker_box.run("echo", "ok").stdout == "ok\n"

@@ -25,11 +25,13 @@ from __future__ import annotations
 import base64
 import contextlib
 import logging
+import os
 import queue
 import selectors
 import threading
 import time
 import uuid
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +60,11 @@ from tools_app.sandbox.docker_runner import (
 logger = logging.getLogger(__name__)
 
 POLL = 0.05  # cancel/timeout check interval while the command is quiet
+# Larger stdin goes through an exec of its own rather than the runner's control channel, so a
+# big upload cannot hold up other commands' requests and kills.
+RUNNER_MAX_STDIN = 4 << 20
+# The runner kills a command by itself this long after its timeout, should its host be gone.
+RUNNER_DEADLINE_MARGIN = 10.0
 # After timeout/cancel: how long the group kill may take before the whole container is killed
 # (a fork bomb makes the kill exec wait for a free pid), then how long the engine may take to
 # close the stream after that.
@@ -113,6 +120,15 @@ class DockerSandbox(Sandbox):
         self._no_runner: set[str] = set()  # containers whose image cannot run it
         self._runner_locks: dict[str, threading.Lock] = {}
         self._runners_lock = threading.Lock()
+        # A forked worker child must not use (or close) the parent's runner connections.
+        ref = weakref.ref(self)
+
+        def forget_after_fork() -> None:
+            box = ref()
+            if box is not None:
+                box._forget_runners()
+
+        os.register_at_fork(after_in_child=forget_after_fork)
         self.pool = ContainerPool(
             image=image,
             uid=uid,
@@ -139,7 +155,7 @@ class DockerSandbox(Sandbox):
         started = time.monotonic()
         started_wall = time.time()
         ws = prepare_workspace(workspace_dir, self.uid)
-        if self.use_runner:
+        if self.use_runner and len(req.stdin or b"") <= RUNNER_MAX_STDIN:
             cid, conn = self._runner_for(workspace_id, ws, req.network)
             if conn is not None:
                 try:
@@ -206,7 +222,11 @@ class DockerSandbox(Sandbox):
                         )
                         self._no_runner.add(cid)
                     return cid, None
-                self._runners[cid] = conn
+                with self._runners_lock:
+                    for other, dead in list(self._runners.items()):
+                        if not dead.alive:  # its container went away, or it left when idle
+                            del self._runners[other]
+                    self._runners[cid] = conn
                 return cid, conn
         raise AssertionError("unreachable")
 
@@ -223,7 +243,12 @@ class DockerSandbox(Sandbox):
     ) -> ExecResult:
         try:
             jid, events = conn.submit(
-                req.argv, req.cwd, sandbox_env(req), req.stdin, req.max_output
+                req.argv,
+                req.cwd,
+                sandbox_env(req),
+                req.stdin,
+                req.max_output,
+                deadline=req.timeout + RUNNER_DEADLINE_MARGIN,
             )
         except RunnerLost as exc:
             raise _NotStarted from exc
@@ -234,6 +259,7 @@ class DockerSandbox(Sandbox):
         container_killed = False
         exit_code: int | None = None
         lost = ""
+        began = False
         try:
             while True:
                 now = time.monotonic()
@@ -255,7 +281,9 @@ class DockerSandbox(Sandbox):
                     event = events.get(timeout=wait)
                 except queue.Empty:
                     continue
-                if "o" in event:
+                if "s" in event:
+                    began = True
+                elif "o" in event:
                     sink.feed("stdout", base64.b64decode(event["o"]))
                 elif "e" in event:
                     sink.feed("stderr", base64.b64decode(event["e"]))
@@ -266,10 +294,15 @@ class DockerSandbox(Sandbox):
                     lost = str(event["lost"])
                     break
         finally:
+            if exit_code is None and not lost:
+                conn.kill(jid)  # we stop waiting (killed, or an error): so does the command
             conn.done(jid)
+        if lost and not began and reason is None:
+            raise _NotStarted  # the runner left before it took the command
         if lost and reason is None:
             # The runner died under the command: the container was removed or killed, or the
-            # kernel's OOM killer chose the runner.
+            # kernel's OOM killer chose the runner. Whatever it ran is unsupervised now.
+            self.pool.kill(cid)
             if not self.pool.oom_since(cid, started_wall):
                 raise SandboxError(
                     "the sandbox stopped while the command ran: its container was removed or "
@@ -302,6 +335,13 @@ class DockerSandbox(Sandbox):
             killed_reason=killed_reason,
         )
 
+    def _forget_runners(self) -> None:
+        for conn in self._runners.values():
+            conn.close()  # only forgets: the socket belongs to the parent
+        self._runners = {}
+        self._runner_locks = {}
+        self._runners_lock = threading.Lock()
+
     def close_idle_runners(self, max_idle_seconds: float) -> None:
         """Stop this process's runners that ran nothing for ``max_idle_seconds`` (or whose
         container is gone), so their containers show no running exec to the reaper."""
@@ -311,7 +351,6 @@ class DockerSandbox(Sandbox):
             for cid, conn in list(self._runners.items()):
                 if not conn.alive or (not conn.busy and now - conn.last_used >= max_idle_seconds):
                     del self._runners[cid]
-                    self._runner_locks.pop(cid, None)
                     conn.close()
                     closing.append(conn)
         deadline = time.monotonic() + 2.0

@@ -27,12 +27,19 @@ logger = logging.getLogger(__name__)
 
 AGENT_SOURCE = (Path(__file__).with_name("runner_agent.py")).read_text()
 READY_TIMEOUT = 10.0
+# Longest event line we accept (a 64 KiB chunk in base64 is ~88 KB); anything longer is not
+# the runner talking, and buffering it would let a command grow the worker's memory.
+MAX_LINE = 512 * 1024
 
 
 class RunnerUnavailable(Exception):
     """The runner could not start in this container (no python3, or it died at once)."""
 
     permanent = False
+
+
+class _ProtocolError(Exception):
+    pass
 
 
 class RunnerLost(Exception):
@@ -65,6 +72,9 @@ class RunnerConnection:
         self.exec_id = str(exec_id)
         self._sock = api.exec_start(self.exec_id, socket=True)
         self._raw: socket.socket = getattr(self._sock, "_sock", self._sock)
+        # The SDK leaves its request timeout on the hijacked socket: a command quiet for that
+        # long would look like a dead runner.
+        self._raw.settimeout(None)
         self._thread = threading.Thread(
             target=self._read, name=f"sandbox-runner-{container_id[:12]}", daemon=True
         )
@@ -75,9 +85,13 @@ class RunnerConnection:
             hello = {}
         if "ready" not in hello:
             self.close()
-            exc = RunnerUnavailable(hello.get("why") or "the runner did not start in time")
-            # 126/127: the image cannot run it at all (no python3), not a passing problem.
-            exc.permanent = _exit_code(api, self.exec_id) in (126, 127)
+            why = hello.get("why") or "the runner did not start in time"
+            exc = RunnerUnavailable(why)
+            # The image cannot run it at all (no python3), rather than a passing problem such
+            # as a full pids limit (which the engine reports as 126).
+            exc.permanent = (
+                "executable file not found" in why or _exit_code(api, self.exec_id) == 127
+            )
             raise exc
 
     @property
@@ -104,8 +118,16 @@ class RunnerConnection:
     # -- commands ---------------------------------------------------------------------------
 
     def submit(
-        self, argv: list[str], cwd: str, env: dict[str, str], stdin: bytes | None, cap: int
+        self,
+        argv: list[str],
+        cwd: str,
+        env: dict[str, str],
+        stdin: bytes | None,
+        cap: int,
+        deadline: float,
     ) -> tuple[str, queue.SimpleQueue[dict[str, Any]]]:
+        """Send a command; its events arrive on the returned queue. ``deadline``: seconds after
+        which the runner kills it by itself (should the host stop waiting)."""
         jid = os.urandom(8).hex()
         events: queue.SimpleQueue[dict[str, Any]] = queue.SimpleQueue()
         with self._lock:
@@ -116,11 +138,12 @@ class RunnerConnection:
         request = {
             "op": "run",
             "i": jid,
-            "argv": argv,
-            "cwd": cwd,
-            "env": env,
+            "argv": [_text(a) for a in argv],
+            "cwd": _text(cwd),
+            "env": {_text(k): _text(v) for k, v in env.items()},
             "stdin": base64.b64encode(stdin).decode("ascii") if stdin is not None else None,
             "cap": cap,
+            "deadline": deadline,
         }
         try:
             self._send(request)
@@ -150,6 +173,7 @@ class RunnerConnection:
         buf = bytearray()
         lines = bytearray()
         diagnostics = bytearray()
+        ready = False
         try:
             while True:
                 try:
@@ -168,13 +192,29 @@ class RunnerConnection:
                     else:
                         lines += payload
                 for line in _split_lines(lines):
-                    self._route(json.loads(line))
+                    try:
+                        event = json.loads(line)
+                    except ValueError:
+                        event = None
+                    if not isinstance(event, dict):
+                        if ready:
+                            raise _ProtocolError(f"not an event: {line[:200]!r}")
+                        diagnostics += line[-4000:]  # e.g. the engine: python3 not found
+                        del diagnostics[:-4000]
+                        continue
+                    ready = ready or "ready" in event
+                    self._route(event)
+                if len(lines) > MAX_LINE:
+                    raise _ProtocolError(f"an event line longer than {MAX_LINE} bytes")
+        except _ProtocolError as exc:
+            logger.warning("sandbox runner in %s: %s; closing it", self.container_id[:12], exc)
         except Exception:
             logger.exception("sandbox runner stream for %s broke", self.container_id[:12])
         finally:
             why = diagnostics.decode("utf-8", "replace").strip()[-500:]
             self._ready.put({"why": why or "the runner exited"})
             self._lost(why)
+            self.close()
 
     def _route(self, event: dict[str, Any]) -> None:
         if "ready" in event:
@@ -193,11 +233,20 @@ class RunnerConnection:
             waiter.put({"lost": why or "the sandbox runner stopped"})
 
     def close(self) -> None:
-        """Close our end: the runner kills what it still runs and exits."""
+        """Close our end: the runner kills what it still runs and exits. (In a forked child
+        the socket is the parent's too: then only forget it.)"""
         self._alive = False
+        if self.pid != os.getpid():
+            return
         for close in (lambda: self._raw.shutdown(socket.SHUT_RDWR), self._sock.close):
             with contextlib.suppress(OSError):
                 close()
+
+
+def _text(value: str) -> str:
+    """Lone surrogates cannot be passed to exec; replace them as the engine's JSON decoder
+    would rather than refuse the command."""
+    return value.encode("utf-8", "replace").decode("utf-8")
 
 
 def docker_frames(buf: bytearray) -> Iterator[tuple[int, bytes]]:

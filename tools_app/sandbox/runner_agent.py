@@ -9,21 +9,26 @@ exec would have.
 Protocol, one JSON object per line (stdin: requests; stdout: events; bytes as base64):
 
     -> {"op": "run", "i": ID, "argv": [...], "cwd": "/workspace/...", "env": {...},
-        "stdin": B64 | null, "cap": BYTES}
+        "stdin": B64 | null, "cap": BYTES, "deadline": SECONDS}
     -> {"op": "kill", "i": ID}
     <- {"ready": PID}                   once, at start
+    <- {"i": ID, "s": PID}              the command started (not sent when it could not)
     <- {"i": ID, "o": B64} / {"i": ID, "e": B64}   stdout / stderr chunks, in order
     <- {"i": ID, "x": EXIT_CODE}        last message of a command (128+N for signal N)
 
 Every command runs in its own session; when its leader exits (or on kill) the whole process
 group is killed, like the shell wrapper of the exec path. Only ``cap`` + 1 bytes per stream are
-forwarded (the rest is drained and dropped). The runner exits when its stdin closes (killing
-what still runs) or after ``argv[1]`` seconds with no command, so an idle container has no
-running exec and can be reaped.
+forwarded (the rest is drained and dropped). A command still running ``deadline`` seconds after
+it started is killed here too, in case the host that asked for it went away. The runner makes
+itself non-dumpable, so the commands it starts (same uid) cannot open its /proc fds or ptrace it
+to read or forge other commands' traffic; they can still kill it. The runner exits when its
+stdin closes (killing what still runs) or after ``argv[1]`` seconds with no command, so an idle
+container has no running exec and can be reaped.
 """
 
 import base64
 import contextlib
+import errno
 import json
 import os
 import selectors
@@ -58,13 +63,14 @@ class Job:
         self.open = 2  # stdout and stderr not yet at EOF
         self.sent = {"o": 0, "e": 0}
         self.exited_at = None
+        self.deadline = None
 
 
 class Runner:
     def __init__(self):
         self.sel = selectors.DefaultSelector()
         self.jobs = {}
-        self.inbuf = b""
+        self.inbuf = bytearray()
         self.last_active = time.monotonic()
         wake_r, wake_w = os.pipe()
         os.set_blocking(wake_r, False)
@@ -85,18 +91,33 @@ class Runner:
             return True
         if not data:
             return False
+        start = len(self.inbuf)
         self.inbuf += data
-        while b"\n" in self.inbuf:
-            line, self.inbuf = self.inbuf.split(b"\n", 1)
+        # Only the new bytes can hold the next newline: a large request stays linear.
+        end = self.inbuf.find(b"\n", start)
+        while end >= 0:
+            line = bytes(self.inbuf[:end])
+            del self.inbuf[: end + 1]
             if line.strip():
-                msg = json.loads(line)
-                if msg["op"] == "run":
-                    self.start(msg)
-                elif msg["op"] == "kill":
-                    job = self.jobs.get(msg["i"])
-                    if job is not None:
-                        killpg(job.proc.pid)
+                self.handle(line)
+            end = self.inbuf.find(b"\n")
         return True
+
+    def handle(self, line):
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            return  # not ours to answer: no id to answer to
+        try:
+            if msg["op"] == "run":
+                self.start(msg)
+            elif msg["op"] == "kill":
+                job = self.jobs.get(msg["i"])
+                if job is not None:
+                    killpg(job.proc.pid)
+        except Exception as exc:  # one bad request must not take the other commands down
+            if msg.get("op") == "run" and msg.get("i") not in self.jobs:
+                self.fail(msg.get("i"), f"the sandbox runner refused the command: {exc!r}\n", 126)
 
     def start(self, msg):
         jid = msg["i"]
@@ -108,28 +129,23 @@ class Runner:
         env = dict(os.environ)
         env.update(msg["env"])
         stdin = base64.b64decode(msg["stdin"]) if msg.get("stdin") is not None else None
+        argv = msg["argv"]
         try:
-            proc = subprocess.Popen(
-                msg["argv"],
-                cwd=cwd,
-                env=env,
-                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-                close_fds=True,
-            )
-        except FileNotFoundError:
-            self.fail(jid, f"{msg['argv'][0]}: not found\n", 127)
-            return
-        except PermissionError:
-            self.fail(jid, f"{msg['argv'][0]}: permission denied\n", 126)
-            return
-        except OSError as exc:  # e.g. EAGAIN: the pids limit is full
-            self.fail(jid, f"could not start {msg['argv'][0]}: {exc.strerror or exc}\n", 126)
-            return
+            proc = spawn(argv, cwd, env, stdin is not None)
+        except OSError as exc:
+            if exc.errno != errno.ENOEXEC:
+                raise_start_error(self, jid, argv[0], exc)
+                return
+            # A script without a #! line: run it with sh, as a shell's execvp would.
+            try:
+                proc = spawn(["/bin/sh", *argv], cwd, env, stdin is not None)
+            except OSError as exc2:
+                raise_start_error(self, jid, argv[0], exc2)
+                return
         job = Job(jid, proc, int(msg.get("cap", 1_000_000)), stdin)
+        job.deadline = time.monotonic() + float(msg.get("deadline") or 86400)
         self.jobs[jid] = job
+        send({"i": jid, "s": proc.pid})
         for pipe, key in ((proc.stdout, "o"), (proc.stderr, "e")):
             assert pipe is not None
             os.set_blocking(pipe.fileno(), False)
@@ -157,11 +173,25 @@ class Runner:
             pipe.close()
             job.open -= 1
             return
+        self.forward(job, key, data)
+
+    def forward(self, job, key, data):
         room = job.cap + 1 - job.sent[key]  # one byte past the cap tells the host it was cut
         if room > 0:
             data = data[:room]
             job.sent[key] += len(data)
             send({"i": job.jid, key: b64(data)})
+
+    def drain(self, pipe, job, key):
+        """Forward what is already in the pipe (an escaped process may still hold it open)."""
+        for _ in range(64):
+            try:
+                data = os.read(pipe.fileno(), CHUNK)
+            except (BlockingIOError, InterruptedError, OSError, ValueError):
+                return
+            if not data:
+                return
+            self.forward(job, key, data)
 
     def on_stdin(self, pipe, job):
         try:
@@ -180,6 +210,8 @@ class Runner:
     def check_jobs(self):
         now = time.monotonic()
         for job in list(self.jobs.values()):
+            if job.exited_at is None and now >= job.deadline:
+                killpg(job.proc.pid)  # the host should have asked by now; it may be gone
             if job.exited_at is None:
                 # WNOWAIT: the leader stays a zombie, so its pid (= the group id) cannot be
                 # reused before the group is killed.
@@ -198,6 +230,9 @@ class Runner:
             self.last_active = now
 
     def finish(self, job):
+        for key in list(self.sel.get_map().values()):
+            if key.data[0] == "out" and key.data[1] is job:
+                self.drain(key.fileobj, job, key.data[2])
         for pipe in job.pipes:
             with contextlib.suppress(KeyError, ValueError):
                 self.sel.unregister(pipe)
@@ -211,6 +246,7 @@ class Runner:
         if not self.jobs:
             return max(0.0, self.last_active + IDLE_EXIT - now)
         waits = [j.exited_at + DRAIN_GRACE - now for j in self.jobs.values() if j.exited_at]
+        waits += [j.deadline - now for j in self.jobs.values() if j.exited_at is None]
         # SIGCHLD wakes us when a leader exits; the 0.5 s poll only backs that up.
         return max(0.0, min([0.5, *waits]))
 
@@ -238,12 +274,44 @@ class Runner:
             killpg(job.proc.pid)
 
 
+def spawn(argv, cwd, env, with_stdin):
+    return subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.PIPE if with_stdin else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        close_fds=True,
+    )
+
+
+def raise_start_error(runner, jid, program, exc):
+    """Report a command that could not start the way a shell would."""
+    if isinstance(exc, FileNotFoundError):
+        runner.fail(jid, f"{program}: not found\n", 127)
+    elif isinstance(exc, PermissionError):
+        runner.fail(jid, f"{program}: permission denied\n", 126)
+    else:  # e.g. EAGAIN: the pids limit is full
+        runner.fail(jid, f"could not start {program}: {exc.strerror or exc}\n", 126)
+
+
+def non_dumpable():
+    # Without ctypes/libc in the image the container is still the boundary.
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+
+
 def killpg(pgid):
     with contextlib.suppress(OSError):
         os.killpg(pgid, signal.SIGKILL)
 
 
 def main():
+    non_dumpable()
     runner = Runner()
     try:
         runner.serve()
