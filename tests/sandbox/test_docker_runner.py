@@ -121,7 +121,7 @@ def test_commands_cannot_reach_into_the_runner(docker_box: Box) -> None:
     # Same uid, but the runner is not dumpable: its fds and memory are not the command's.
     for attempt in (
         "ls /proc/$PPID/fd",
-        "echo '{\"i\":\"x\",\"x\":0}' > /proc/$PPID/fd/1",
+        'echo \'{"i":"x","x":0}\' > /proc/$PPID/fd/1',
         "head -c 10 /proc/$PPID/fd/0",
         "cat /proc/$PPID/environ",
     ):
