@@ -22,6 +22,7 @@ from chat_app.providers.base import (
     ToolsNotSupported,
     ToolSpec,
 )
+from chat_app.providers.clients import ClientCache
 
 PROVIDERS: dict[str, str] = {
     "openai": "chat_app.providers.openai_provider.OpenAIProvider",
@@ -45,15 +46,31 @@ def provider_class(kind: str) -> type[LLMProvider]:
 
 
 def make_provider(
-    kind: str, *, base_url: str, api_key: str, model: str, timeout: float = 120.0
+    kind: str,
+    *,
+    base_url: str,
+    api_key: str,
+    model: str,
+    timeout: float = 120.0,
+    clients: ClientCache | None = None,
 ) -> LLMProvider:
-    """Build the adapter for ``kind`` ("openai" for any OpenAI-compatible server, "anthropic")."""
-    return provider_class(kind)(base_url=base_url, api_key=api_key, model=model, timeout=timeout)
+    """Build the adapter for ``kind`` ("openai" for any OpenAI-compatible server, "anthropic").
+    ``clients``: take a long-lived SDK client from this cache (the caller's event loop)."""
+    cls = provider_class(kind)
+    sdk_client = (
+        clients.get(cls, base_url=base_url, api_key=api_key, timeout=timeout)
+        if clients is not None
+        else None
+    )
+    return cls(
+        base_url=base_url, api_key=api_key, model=model, timeout=timeout, sdk_client=sdk_client
+    )
 
 
 __all__ = [
     "PROVIDERS",
     "ChatMessage",
+    "ClientCache",
     "ImagePart",
     "LLMProvider",
     "ModelReply",

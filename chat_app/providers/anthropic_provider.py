@@ -1,7 +1,7 @@
 """Adapter for the Anthropic Messages API (and servers that copy it).
 
-Like the OpenAI adapter, it opens a fresh SDK client per call and closes it with
-``async with`` so that a cancelled stream drops its HTTP connection at once.
+Like the OpenAI adapter, it uses the long-lived SDK client it is given, or opens a fresh one
+per call and closes it; a cancelled stream's response is closed either way.
 """
 
 from __future__ import annotations
@@ -27,8 +27,12 @@ from chat_app.providers.base import (
     ToolSpec,
     connection_error,
     error_body_text,
+    incomplete_stream_error,
+    malformed_stream_error,
     parse_json_reply,
+    sdk_timeout,
     status_error,
+    stream_error,
 )
 
 
@@ -89,7 +93,7 @@ class _EventAssembler:
 
     def reply(self) -> ModelReply:
         if not self.finished:
-            raise ProviderError("the LLM stream ended before the reply was complete")
+            raise incomplete_stream_error()
         return ModelReply(
             text="".join(self.text),
             tool_calls=[
@@ -104,13 +108,16 @@ class _EventAssembler:
 class AnthropicProvider(LLMProvider):
     kind = "anthropic"
 
-    def _client(self) -> anthropic.AsyncAnthropic:
+    @classmethod
+    def new_sdk_client(
+        cls, *, base_url: str, api_key: str, timeout: float
+    ) -> anthropic.AsyncAnthropic:
         # Always pass a key: without one the SDK goes looking for credentials in the
         # environment and in profile files, which is not where admins configure this app.
         return anthropic.AsyncAnthropic(
-            base_url=self.base_url,
-            api_key=self.api_key or "not-needed",
-            timeout=self.timeout,
+            base_url=base_url or None,
+            api_key=api_key or "not-needed",
+            timeout=sdk_timeout(timeout),
             max_retries=0,
         )
 
@@ -135,11 +142,15 @@ class AnthropicProvider(LLMProvider):
 
         assembler = _EventAssembler()
         try:
-            async with self._client() as client:
+            async with self._session() as client:
                 events = await client.messages.create(**request)
                 async with events:
                     async for event in events:
-                        for item in assembler.feed(event):
+                        try:
+                            items = list(assembler.feed(event))
+                        except (AttributeError, TypeError, KeyError, ValueError) as exc:
+                            raise malformed_stream_error(exc) from exc
+                        for item in items:
                             yield item
         except anthropic.APIStatusError as exc:
             raise self._status_error(exc, tools_sent=bool(tools)) from exc
@@ -149,7 +160,9 @@ class AnthropicProvider(LLMProvider):
                 exc, base_url=self.base_url, timeout=self.timeout, midway=assembler.started
             ) from exc
         except anthropic.APIError as exc:
-            raise ProviderError(f"the LLM reported an error mid-reply: {exc.message}") from exc
+            raise stream_error(exc.message) from exc
+        except json.JSONDecodeError as exc:  # an SSE data line that is not JSON
+            raise malformed_stream_error(exc) from exc
         yield assembler.reply()
 
     async def complete_json(
@@ -173,14 +186,16 @@ class AnthropicProvider(LLMProvider):
         if system:
             request["system"] = system
         try:
-            async with self._client() as client:
+            async with self._session() as client:
                 message = await client.messages.create(**request)
         except anthropic.APIStatusError as exc:
             raise self._status_error(exc, tools_sent=False) from exc
         except (anthropic.APIConnectionError, httpx2.TransportError) as exc:
             raise connection_error(exc, base_url=self.base_url, timeout=self.timeout) from exc
         except anthropic.APIError as exc:
-            raise ProviderError(f"the LLM reported an error: {exc.message}") from exc
+            raise ProviderError(
+                f"the LLM reported an error: {exc.message}", retryable=True
+            ) from exc
         for block in message.content:
             if block.type == "tool_use" and block.name == name:
                 return parse_json_reply(dict(block.input), schema)
@@ -190,13 +205,14 @@ class AnthropicProvider(LLMProvider):
         detail = error_body_text(exc.body, exc.message)
         if exc.status_code < 400:
             # An ``error`` event inside a 200 stream, e.g. overloaded_error mid-reply.
-            return ProviderError(f"the LLM reported an error mid-reply: {detail}")
+            return stream_error(detail)
         return status_error(
             exc.status_code,
             detail,
             base_url=self.base_url,
             model=self.model,
             tools_sent=tools_sent,
+            headers=exc.response.headers,
         )
 
 

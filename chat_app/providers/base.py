@@ -13,10 +13,15 @@ Conventions shared by both adapters:
   ``tool_calls`` being non-empty, not on the stop reason.
 * ``ModelReply.usage`` holds ``input_tokens`` and ``output_tokens`` when the server reports them.
 * ``ToolCallStarted.index`` counts tool calls within the reply (0, 1, ...) for both providers.
+* Every failure is a ``ProviderError`` whose ``retryable`` says whether trying the same
+  request again may help; retrying is the caller's business (see ``chat_app.services.retry``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import datetime
+import email.utils
 import json
 import re
 import socket
@@ -25,6 +30,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
+import httpx2
 import jsonschema
 
 
@@ -86,12 +92,26 @@ StreamEvent = TextDelta | ToolCallStarted | ModelReply
 
 
 class ProviderError(Exception):
-    """The LLM call failed; ``message`` is meant to be shown to a person as is."""
+    """The LLM call failed; ``message`` is meant to be shown to a person as is.
 
-    def __init__(self, message: str, *, status_code: int | None = None) -> None:
+    ``retryable``: the failure is transient (rate limit, overload, server error, a connection
+    that broke or stalled, a garbled stream) and the same request may succeed later;
+    ``retry_after``: seconds the server asked us to wait (``Retry-After``), if it said.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status_code: int | None = None,
+        retryable: bool = False,
+        retry_after: float | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.status_code = status_code
+        self.retryable = retryable
+        self.retry_after = retry_after
 
     def __str__(self) -> str:
         return self.message
@@ -106,14 +126,43 @@ class LLMProvider(ABC):
     # Anthropic requires max_tokens; OpenAI-compatible servers get it only when asked.
     default_max_tokens: ClassVar[int] = 4096
 
-    def __init__(self, *, base_url: str, api_key: str, model: str, timeout: float = 120.0) -> None:
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        api_key: str,
+        model: str,
+        timeout: float = 120.0,
+        sdk_client: Any = None,
+    ) -> None:
+        """``sdk_client``: a long-lived SDK client (see ``clients.ClientCache``) to use instead
+        of opening and closing one per call."""
         self.base_url = base_url
         self.api_key = api_key
         self.model = model
         self.timeout = timeout
+        self.sdk_client = sdk_client
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.model} at {self.base_url}>"
+
+    @classmethod
+    @abstractmethod
+    def new_sdk_client(cls, *, base_url: str, api_key: str, timeout: float) -> Any:
+        """A fresh SDK client; the caller closes it."""
+
+    @contextlib.asynccontextmanager
+    async def _session(self) -> AsyncIterator[Any]:
+        # A shared client stays open for the next call; a fresh one is closed, which also
+        # drops the HTTP connection of a stream that was cancelled.
+        if self.sdk_client is not None:
+            yield self.sdk_client
+            return
+        client = self.new_sdk_client(
+            base_url=self.base_url, api_key=self.api_key, timeout=self.timeout
+        )
+        async with client:
+            yield client
 
     # Declared as a plain method returning an async iterator so that subclasses can implement
     # it as an ``async def`` generator.
@@ -183,8 +232,50 @@ def error_body_text(body: object, fallback: str) -> str:
     return fallback
 
 
+# Worth another try: timeouts, conflicts, rate limits and every server-side failure but
+# "not implemented" (Anthropic's 529 "overloaded" included).
+RETRYABLE_STATUSES = frozenset({408, 409, 425, 429})
+
+
+def is_retryable_status(status_code: int) -> bool:
+    return status_code in RETRYABLE_STATUSES or (status_code >= 500 and status_code != 501)
+
+
+def retry_after_seconds(headers: Any) -> float | None:
+    """The wait a server asked for: ``retry-after-ms`` (OpenAI), ``Retry-After`` in seconds or
+    as an HTTP date. None when absent or unreadable."""
+    if headers is None:
+        return None
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            return max(0.0, float(millis) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.UTC)
+    return max(0.0, (when - datetime.datetime.now(datetime.UTC)).total_seconds())
+
+
 def status_error(
-    status_code: int, detail: str, *, base_url: str, model: str, tools_sent: bool
+    status_code: int,
+    detail: str,
+    *,
+    base_url: str,
+    model: str,
+    tools_sent: bool,
+    headers: Any = None,
 ) -> ProviderError:
     """Turn an HTTP error status into a typed error with words an admin can act on."""
     if tools_sent and looks_like_tools_unsupported(status_code, detail):
@@ -204,7 +295,31 @@ def status_error(
         message = f"the LLM server failed ({status_code}): {detail}"
     else:
         message = f"the LLM rejected the request ({status_code}): {detail}"
-    return ProviderError(message, status_code=status_code)
+    return ProviderError(
+        message,
+        status_code=status_code,
+        retryable=is_retryable_status(status_code),
+        retry_after=retry_after_seconds(headers),
+    )
+
+
+def stream_error(detail: str) -> ProviderError:
+    """An error event inside a 200 stream (overload, server trouble mid-reply): transient."""
+    return ProviderError(f"the LLM reported an error mid-reply: {detail}", retryable=True)
+
+
+def malformed_stream_error(exc: BaseException) -> ProviderError:
+    """The stream carried something that is not the protocol (broken JSON, a wrong shape)."""
+    return ProviderError(
+        f"the LLM sent a malformed stream event ({type(exc).__name__}: {exc})"[:500],
+        retryable=True,
+    )
+
+
+def incomplete_stream_error() -> ProviderError:
+    # A stream that stops without its final event was cut off (server crash, proxy timeout);
+    # passing the half reply on as complete would silently lose data.
+    return ProviderError("the LLM stream ended before the reply was complete", retryable=True)
 
 
 def connection_error(
@@ -218,9 +333,12 @@ def connection_error(
     if any(_is_timeout(e) for e in chain):
         if midway:
             return ProviderError(
-                f"the LLM at {base_url} stopped sending for {timeout:g} s mid-reply"
+                f"the LLM at {base_url} stopped sending for {timeout:g} s mid-reply",
+                retryable=True,
             )
-        return ProviderError(f"the LLM at {base_url} did not answer within {timeout:g} s")
+        return ProviderError(
+            f"the LLM at {base_url} did not answer within {timeout:g} s", retryable=True
+        )
     if any(isinstance(e, ConnectionRefusedError) for e in chain):
         text = "connection refused"
     elif any(isinstance(e, socket.gaierror) for e in chain):
@@ -230,8 +348,16 @@ def connection_error(
         text = text or type(chain[-1]).__name__
         text = text[:1].lower() + text[1:]
     if midway:
-        return ProviderError(f"the connection to the LLM at {base_url} broke mid-reply: {text}")
-    return ProviderError(f"cannot reach the LLM at {base_url}: {text}")
+        return ProviderError(
+            f"the connection to the LLM at {base_url} broke mid-reply: {text}", retryable=True
+        )
+    return ProviderError(f"cannot reach the LLM at {base_url}: {text}", retryable=True)
+
+
+def sdk_timeout(timeout: float) -> httpx2.Timeout:
+    """``timeout`` bounds every wait for data (a stalled stream included); connecting gets at
+    most 10 s, so an unreachable server is reported quickly."""
+    return httpx2.Timeout(timeout, connect=min(timeout, 10.0))
 
 
 def _exception_chain(exc: BaseException) -> list[BaseException]:

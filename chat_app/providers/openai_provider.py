@@ -1,9 +1,10 @@
 """Adapter for OpenAI Chat Completions and every server that copies it (Ollama, vLLM,
 llama.cpp, LM Studio, OpenRouter, ...).
 
-A fresh SDK client is opened per call and closed by ``async with``: the agent loop runs in
-different event loops (web process, Celery workers) and a pooled client is bound to the loop
-that created it. Closing also guarantees a cancelled stream drops its HTTP connection.
+The agent runner hands in a long-lived SDK client (one per provider and event loop, see
+``clients.ClientCache``) so connections are reused across hundreds of streams; without one a
+fresh client is opened per call and closed by ``async with``. Either way a cancelled stream's
+response is closed, which drops its HTTP connection.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import httpx2
 import openai
 from openai.types.chat import ChatCompletionChunk
 from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
@@ -30,8 +32,12 @@ from chat_app.providers.base import (
     ToolSpec,
     connection_error,
     error_body_text,
+    incomplete_stream_error,
+    malformed_stream_error,
     parse_json_reply,
+    sdk_timeout,
     status_error,
+    stream_error,
 )
 
 
@@ -46,12 +52,14 @@ class _PartialCall:
 class OpenAIProvider(LLMProvider):
     kind = "openai"
 
-    def _client(self) -> openai.AsyncOpenAI:
-        # Local servers need no key, but the SDK refuses to start without one.
+    @classmethod
+    def new_sdk_client(cls, *, base_url: str, api_key: str, timeout: float) -> openai.AsyncOpenAI:
+        # Local servers need no key, but the SDK refuses to start without one. Retries are
+        # ours (chat_app.services.retry): they must be visible, cancellable and admin-set.
         return openai.AsyncOpenAI(
-            base_url=self.base_url,
-            api_key=self.api_key or "not-needed",
-            timeout=self.timeout,
+            base_url=base_url or None,
+            api_key=api_key or "not-needed",
+            timeout=sdk_timeout(timeout),
             max_retries=0,
         )
 
@@ -76,20 +84,27 @@ class OpenAIProvider(LLMProvider):
 
         assembler = _ChunkAssembler()
         try:
-            async with self._client() as client:
+            async with self._session() as client:
                 chunks = await client.chat.completions.create(**request)
                 async with chunks:
                     async for chunk in chunks:
-                        for event in assembler.feed(chunk):
+                        try:
+                            events = list(assembler.feed(chunk))
+                        except (AttributeError, TypeError, KeyError, ValueError) as exc:
+                            raise malformed_stream_error(exc) from exc
+                        for event in events:
                             yield event
         except openai.APIStatusError as exc:
             raise self._status_error(exc, tools_sent=bool(tools)) from exc
-        except openai.APIConnectionError as exc:
+        except (openai.APIConnectionError, httpx2.TransportError) as exc:
+            # The SDK does not wrap transport errors raised while reading the stream body.
             raise connection_error(
                 exc, base_url=self.base_url, timeout=self.timeout, midway=assembler.started
             ) from exc
         except openai.APIError as exc:  # an error event inside the stream
-            raise ProviderError(f"the LLM reported an error mid-reply: {exc.message}") from exc
+            raise stream_error(exc.message) from exc
+        except json.JSONDecodeError as exc:  # an SSE data line that is not JSON
+            raise malformed_stream_error(exc) from exc
         yield assembler.reply()
 
     async def complete_json(
@@ -104,7 +119,7 @@ class OpenAIProvider(LLMProvider):
             },
         }
         try:
-            async with self._client() as client:
+            async with self._session() as client:
                 try:
                     completion = await client.chat.completions.create(**request)
                 except openai.APIStatusError as exc:
@@ -124,10 +139,12 @@ class OpenAIProvider(LLMProvider):
                     completion = await client.chat.completions.create(**request)
         except openai.APIStatusError as exc:
             raise self._status_error(exc, tools_sent=False) from exc
-        except openai.APIConnectionError as exc:
+        except (openai.APIConnectionError, httpx2.TransportError) as exc:
             raise connection_error(exc, base_url=self.base_url, timeout=self.timeout) from exc
         except openai.APIError as exc:
-            raise ProviderError(f"the LLM reported an error: {exc.message}") from exc
+            raise ProviderError(
+                f"the LLM reported an error: {exc.message}", retryable=True
+            ) from exc
         if not completion.choices:
             raise ProviderError("the LLM returned no choices")
         return parse_json_reply(completion.choices[0].message.content, schema)
@@ -139,6 +156,7 @@ class OpenAIProvider(LLMProvider):
             base_url=self.base_url,
             model=self.model,
             tools_sent=tools_sent,
+            headers=exc.response.headers,
         )
 
 
@@ -191,9 +209,7 @@ class _ChunkAssembler:
 
     def reply(self) -> ModelReply:
         if self.finish_reason is None:
-            # A stream that stops without a finish_reason was cut off (server crash, proxy
-            # timeout); passing the half reply on as complete would silently lose data.
-            raise ProviderError("the LLM stream ended before the reply was complete")
+            raise incomplete_stream_error()
         return ModelReply(
             text="".join(self.text),
             tool_calls=[

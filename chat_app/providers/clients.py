@@ -1,0 +1,47 @@
+"""Long-lived SDK clients for one event loop.
+
+The agent runner streams hundreds of replies at once from one asyncio loop. Opening an SDK
+client per reply would build an HTTP client (and an SSL context) every time and never reuse a
+connection; keeping one per provider configuration makes a reply cost a request on a warm
+connection pool. A client belongs to the loop it is first used on, so a cache belongs to one
+loop too and is closed with it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from chat_app.providers.base import LLMProvider
+
+logger = logging.getLogger(__name__)
+
+
+class ClientCache:
+    def __init__(self) -> None:
+        self._clients: dict[tuple[str, str, str, float], Any] = {}
+        self._lock = threading.Lock()  # rounds are prepared on several database threads
+
+    def get(self, cls: type[LLMProvider], *, base_url: str, api_key: str, timeout: float) -> Any:
+        key = (cls.kind, base_url, api_key, timeout)
+        with self._lock:
+            client = self._clients.get(key)
+            if client is None:
+                # An admin who edits the key or URL gets a new entry; the old one is closed
+                # with the cache (a handful at most over a runner's life).
+                client = cls.new_sdk_client(base_url=base_url, api_key=api_key, timeout=timeout)
+                self._clients[key] = client
+            return client
+
+    def __len__(self) -> int:
+        return len(self._clients)
+
+    async def aclose(self) -> None:
+        with self._lock:
+            clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            try:
+                await client.close()
+            except Exception:  # closing must not hide why the loop is ending
+                logger.warning("could not close an LLM client", exc_info=True)
