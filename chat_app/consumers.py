@@ -1,22 +1,22 @@
 """The chat websocket: relays events to the browser and accepts send/stop commands.
 
-Thin on purpose: every decision is a service call; this only checks who is asking.
+Thin on purpose: every decision is a service call; this only checks who is asking and that
+the frame is well formed (``SafeJsonConsumer``: a malformed frame gets an ``error`` event and
+the socket stays open).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from channels.db import database_sync_to_async
-from channels.generic.websocket import AsyncJsonWebsocketConsumer
-
 from chat_app import selectors
 from chat_app.services import turns
 from controlcenter.events import conversation_group
+from controlcenter.websocket import SafeJsonConsumer, db
 from tools_app.services import approval
 
 
-class ConversationConsumer(AsyncJsonWebsocketConsumer):
+class ConversationConsumer(SafeJsonConsumer):
     conversation_id: int
     group: str
 
@@ -26,7 +26,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         if user is None or not user.is_authenticated:
             await self.close(code=4401)
             return
-        snapshot = await database_sync_to_async(selectors.conversation_snapshot_for)(
+        snapshot = await db(selectors.conversation_snapshot_for)(
             user=user, conversation_id=self.conversation_id
         )
         if snapshot is None:  # not theirs, or gone: same answer, no hint which
@@ -36,7 +36,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
         # Re-read after joining the group: nothing published in between can be missed.
-        snapshot = await database_sync_to_async(selectors.conversation_snapshot_for)(
+        snapshot = await db(selectors.conversation_snapshot_for)(
             user=user, conversation_id=self.conversation_id
         )
         await self.send_json(snapshot)
@@ -46,25 +46,25 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
-        action = content.get("action") if isinstance(content, dict) else None
+        action = content.get("action")
         user = self.scope["user"]
         try:
             if action == "send":
-                await database_sync_to_async(turns.turn_send)(
-                    user=user,
-                    conversation_id=self.conversation_id,
-                    text=str(content.get("text", "")),
+                text = content.get("text")
+                if not isinstance(text, str):
+                    await self.send_error("'text' must be a string")
+                    return
+                await db(turns.turn_send)(
+                    user=user, conversation_id=self.conversation_id, text=text
                 )
             elif action == "stop":
-                await database_sync_to_async(turns.turn_stop_current)(
-                    user=user, conversation_id=self.conversation_id
-                )
+                await db(turns.turn_stop_current)(user=user, conversation_id=self.conversation_id)
             elif action in ("approve", "deny"):
                 await self._decide(user, action, content)
             else:
-                await self.send_json({"type": "error", "message": f"unknown action {action!r}"})
+                await self.send_error(f"unknown action {action!r}"[:200])
         except turns.TurnError as exc:
-            await self.send_json({"type": "error", "message": str(exc)})
+            await self.send_error(str(exc))
 
     async def _decide(self, user: Any, action: str, content: dict[str, Any]) -> None:
         call_id = content.get("call_id")
@@ -72,10 +72,10 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         if not isinstance(call_id, int) or (
             arguments is not None and not isinstance(arguments, dict)
         ):
-            await self.send_json({"type": "error", "message": "malformed approval command"})
+            await self.send_error("malformed approval command")
             return
         try:
-            await database_sync_to_async(approval.toolcall_decide)(
+            await db(approval.toolcall_decide)(
                 user=user,
                 call_id=call_id,
                 approve=action == "approve",
@@ -83,7 +83,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
                 conversation_id=self.conversation_id,
             )
         except approval.ApprovalError as exc:
-            await self.send_json({"type": "error", "message": str(exc), "call_id": call_id})
+            await self.send_error(str(exc), call_id=call_id)
 
     async def cc_event(self, event: dict[str, Any]) -> None:
         await self.send_json(event["payload"])

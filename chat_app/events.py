@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.template.loader import render_to_string
 
-from chat_app.models import Message, Turn
+from chat_app.models import Conversation, Message, Turn
 from controlcenter.events import apublish, conversation_group, publish
 
 
@@ -22,6 +22,14 @@ def message_event(message: Message) -> dict[str, object]:
 
 def message_publish(message: Message) -> None:
     publish([conversation_group(message.conversation_id)], message_event(message))
+
+
+def conversation_publish(conversation: Conversation) -> None:
+    """The sidebar names the conversation live (its first message sets the title)."""
+    publish(
+        [conversation_group(conversation.pk)],
+        {"type": "conversation", "id": conversation.pk, "title": conversation.title},
+    )
 
 
 def turn_event(turn: Turn) -> dict[str, object]:

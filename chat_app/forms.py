@@ -40,6 +40,8 @@ class ProviderForm(forms.ModelForm):
             "native_tools",
             "tools_supported",
             "timeout_seconds",
+            "max_retries",
+            "retry_backoff_seconds",
             "image_input",
             "is_default",
         ]

@@ -29,7 +29,21 @@ class Provider(models.Model):
     )
     # Learned once when native_tools is "auto": None = not tried yet.
     tools_supported = models.BooleanField(null=True, blank=True)
-    timeout_seconds = models.PositiveIntegerField(default=120)
+    timeout_seconds = models.PositiveIntegerField(
+        default=120,
+        help_text="Seconds without any data from the LLM (no answer, or a stalled stream) before "
+        "an attempt is abandoned and retried.",
+    )
+    max_retries = models.PositiveSmallIntegerField(
+        default=3,
+        help_text="Retries after a transient failure (429, 5xx, connection reset, broken or "
+        "stalled stream) before the turn fails; 0 = no retries.",
+    )
+    retry_backoff_seconds = models.FloatField(
+        default=1.0,
+        help_text="First wait before a retry; it doubles on every further retry (with jitter). "
+        "A Retry-After header from the server wins.",
+    )
     image_input = models.BooleanField(
         default=False,
         help_text="The model accepts images; with the Browser setting 'send images to the "
@@ -105,12 +119,19 @@ class Turn(models.Model):
     max_rounds = models.PositiveIntegerField(default=10)
     native_tools = models.BooleanField(default=True)
     cancel_requested = models.BooleanField(default=False)
+    # Liveness: the agent runner streaming this turn writes ``heartbeat_at`` every few seconds;
+    # a queued turn carries the time it was queued. The reaper ends turns whose runner died and
+    # queues again (``requeued`` times) rounds whose message was lost.
+    runner = models.CharField(max_length=200, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    requeued = models.PositiveSmallIntegerField(default=0)
     error = models.TextField(blank=True)
     started_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["started_at", "id"]
+        indexes = [models.Index(fields=["status", "phase"], name="turn_status_phase")]
 
     def __str__(self) -> str:
         return f"turn {self.pk} ({self.status})"
@@ -143,6 +164,8 @@ class Message(models.Model):
     state = models.CharField(max_length=10, choices=State.choices, default=State.COMPLETE)
     # In text-fallback mode the tool calls live in the content; the model must see them again.
     fallback = models.BooleanField(default=False)
+    # What is happening to a streaming reply right now, e.g. "retrying in 2 s (429 …)".
+    note = models.CharField(max_length=500, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     version = models.PositiveIntegerField(default=0)
 

@@ -3,4 +3,4 @@ from django.http import HttpRequest
 
 
 def app(request: HttpRequest) -> dict[str, object]:
-    return {"cc_mode": settings.MODE}
+    return {"cc_mode": settings.MODE, "chat_max_message_bytes": settings.CHAT_MAX_MESSAGE_BYTES}

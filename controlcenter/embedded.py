@@ -1,8 +1,10 @@
-"""The Celery worker that runs inside the web process in embedded mode.
+"""What runs tasks inside the web process in embedded mode: a Celery worker for the tool
+queues and the agent runner for model rounds.
 
 Embedded mode has no broker process: Celery uses kombu's ``memory://`` transport, which only
-works inside one process, so the worker consumes from threads of the web server's process.
-Distributed mode never calls this; it runs ``celery -A controlcenter worker`` instead.
+works inside one process, so the worker consumes from threads of the web server's process and
+the agent runner's loop runs in a thread beside it. Distributed mode never calls this; it runs
+``celery -A controlcenter worker`` and ``manage.py agent_runner`` instead.
 """
 
 from __future__ import annotations
@@ -10,28 +12,42 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from django.conf import settings
+
+if TYPE_CHECKING:
+    from chat_app.runner import AgentRunner
 
 logger = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _worker_thread: threading.Thread | None = None
 _worker: object | None = None
+_runner: AgentRunner | None = None
 
-QUEUES = ("agent", "tools", "browser")
+QUEUES = ("tools", "browser")  # the agent queue is the runner's
 
 
 def embedded_worker_alive() -> bool:
     return _worker_thread is not None and _worker_thread.is_alive()
 
 
+def embedded_runner() -> AgentRunner | None:
+    return _runner
+
+
 def start_embedded_worker(*, concurrency: int | None = None) -> None:
-    """Start the in-process worker once; later calls are no-ops."""
-    global _worker_thread, _worker
+    """Start the in-process worker and agent runner once; later calls are no-ops."""
+    global _worker_thread, _worker, _runner
     if settings.MODE != "embedded":
         raise RuntimeError("the in-process worker only runs in embedded mode")
     with _lock:
+        if _runner is None or not _runner.alive:
+            from chat_app.runner import AgentRunner
+
+            _runner = AgentRunner(name=f"embedded@{_hostname()}")
+            _runner.start()
         if embedded_worker_alive():
             return
         from controlcenter.celery import app
@@ -68,8 +84,11 @@ def start_embedded_worker(*, concurrency: int | None = None) -> None:
 
 
 def stop_embedded_worker() -> None:
-    global _worker_thread, _worker
+    global _worker_thread, _worker, _runner
     with _lock:
+        if _runner is not None:
+            _runner.stop(grace=0)
+            _runner = None
         if _worker is not None:
             _worker.stop(in_sighandler=False)  # type: ignore[attr-defined]
         if _worker_thread is not None:

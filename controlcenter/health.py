@@ -58,6 +58,27 @@ def _check_worker() -> dict[str, Any]:
     return {"ok": bool(replies), "workers": len(replies)}
 
 
+def _check_agent_runner() -> dict[str, Any]:
+    if settings.MODE == "embedded":
+        from controlcenter.embedded import embedded_runner
+
+        runner = embedded_runner()
+        if runner is None:
+            return {"ok": False, "kind": "in-process", "error": "not started"}
+        return {"ok": runner.alive, "kind": "in-process", "in_flight": runner.in_flight}
+    from chat_app.runner import runners_alive
+
+    try:
+        runners = runners_alive()
+    except Exception as exc:
+        return {"ok": False, "error": type(exc).__name__}
+    return {
+        "ok": bool(runners),
+        "runners": len(runners),
+        "in_flight": sum(r.get("in_flight", 0) for r in runners),
+    }
+
+
 def _check_provider() -> dict[str, Any]:
     from chat_app.services.providers import provider_default
 
@@ -88,9 +109,10 @@ def healthz(request: HttpRequest) -> JsonResponse:
         "database": _check_database(),
         "channel_layer": _check_channel_layer(),
         "worker": _check_worker(),
+        "agent_runner": _check_agent_runner(),
         "provider": _check_provider(),
     }
-    core_ok = all(checks[k]["ok"] for k in ("database", "channel_layer", "worker"))
+    core_ok = all(checks[k]["ok"] for k in ("database", "channel_layer", "worker", "agent_runner"))
     # Always 200: the body says what is degraded; the page itself answering is the liveness.
     return JsonResponse(
         {"status": "ok" if core_ok else "degraded", "mode": settings.MODE, **checks}

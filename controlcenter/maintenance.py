@@ -1,6 +1,8 @@
-"""Background housekeeping that every worker process runs: reap tool calls whose worker died,
-and idle sandboxes. Idempotent and safe to run in several processes at once (conditional
-updates), so there is no single scheduler to keep alive."""
+"""Background housekeeping that every process runs (web, agent runner, workers): end or
+re-queue work whose runner or worker died or whose message was lost, and remove idle
+sandboxes. Idempotent and safe to run in several processes at once (conditional updates), so
+there is no single scheduler to keep alive — and the web process notices lost work even when
+no worker is left."""
 
 from __future__ import annotations
 
@@ -8,44 +10,29 @@ import logging
 import threading
 from collections.abc import Callable
 
+from django.conf import settings
 from django.db import close_old_connections
 
 logger = logging.getLogger(__name__)
 
-INTERVAL_SECONDS = 10.0
 _started = threading.Event()
 
 
-def run_maintenance_once() -> None:
-    from tools_app.services.execution import toolcall_reap_lost
+def _reap_tool_calls() -> None:
+    from tools_app.services.execution import toolcall_reap_lost, toolcall_redeliver_queued
 
-    try:
-        reaped = toolcall_reap_lost()
-        if reaped:
-            logger.warning("marked %d tool call(s) with a lost worker as failed", reaped)
-        for hook in HOOKS:
-            hook()
-    except Exception:
-        logger.exception("maintenance pass failed")
-    finally:
-        close_old_connections()
+    reaped = toolcall_reap_lost()
+    if reaped:
+        logger.warning("marked %d tool call(s) with a lost worker as failed", reaped)
+    sent = toolcall_redeliver_queued()
+    if sent:
+        logger.warning("queued %d waiting tool call(s) again", sent)
 
 
-# Further housekeeping, run after the reaper (sandbox reaping is appended below).
-HOOKS: list[Callable[[], None]] = []
+def _reap_turns() -> None:
+    from chat_app.services.reaper import turns_reap_lost
 
-
-def start_maintenance_thread() -> None:
-    if _started.is_set():
-        return
-    _started.set()
-
-    def loop() -> None:
-        stop = threading.Event()
-        while not stop.wait(INTERVAL_SECONDS):
-            run_maintenance_once()
-
-    threading.Thread(target=loop, name="cc-maintenance", daemon=True).start()
+    turns_reap_lost()
 
 
 def _reap_idle_sandboxes() -> None:
@@ -56,4 +43,28 @@ def _reap_idle_sandboxes() -> None:
         logger.info("removed %d idle sandbox container(s)", reaped)
 
 
-HOOKS.append(_reap_idle_sandboxes)
+# In order: lost tool calls first (their turns may then move on), then turns, then sandboxes.
+HOOKS: list[Callable[[], None]] = [_reap_tool_calls, _reap_turns, _reap_idle_sandboxes]
+
+
+def run_maintenance_once() -> None:
+    for hook in HOOKS:
+        try:
+            hook()
+        except Exception:
+            logger.exception("maintenance step %s failed", hook.__name__)
+        finally:
+            close_old_connections()
+
+
+def start_maintenance_thread() -> None:
+    if _started.is_set():
+        return
+    _started.set()
+
+    def loop() -> None:
+        stop = threading.Event()
+        while not stop.wait(settings.MAINTENANCE_INTERVAL):
+            run_maintenance_once()
+
+    threading.Thread(target=loop, name="cc-maintenance", daemon=True).start()

@@ -139,7 +139,24 @@ if MODE == "distributed":
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": 2000, "expiry": 60},
+            "CONFIG": {
+                "hosts": [
+                    {
+                        "address": REDIS_URL,
+                        # A consumer waits for events with BZPOPMIN, which blocks up to 5 s in
+                        # Redis (channels_redis's brpop_timeout). redis-py 8 made 5 s its
+                        # default socket timeout, so an idle wait raced the socket timeout,
+                        # raised "Timeout reading from Redis" and closed the websocket (1011)
+                        # every few seconds. The read timeout must outlast the blocking pop.
+                        "socket_timeout": envfloat("CHANNELS_REDIS_SOCKET_TIMEOUT", 30.0),
+                        "socket_connect_timeout": 5.0,
+                        "socket_keepalive": True,
+                        "health_check_interval": 30,
+                    }
+                ],
+                "capacity": 2000,
+                "expiry": 60,
+            },
         }
     }
     CELERY_BROKER_URL = REDIS_URL
@@ -168,6 +185,11 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 EMBEDDED_WORKER_CONCURRENCY = envint("EMBEDDED_WORKER_CONCURRENCY", 16, minimum=2)
+# The agent runner (chat_app/runner.py): model rounds in flight at once, and the threads that
+# do their short database work.
+AGENT_RUNNER_CAPACITY = envint("AGENT_RUNNER_CAPACITY", 1000, minimum=1)
+AGENT_RUNNER_DB_THREADS = envint("AGENT_RUNNER_DB_THREADS", 8, minimum=1)
+AGENT_RUNNER_SHUTDOWN_GRACE = envint("AGENT_RUNNER_SHUTDOWN_GRACE", 30, minimum=0)
 
 # --- auth, static, i18n ---------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
@@ -201,11 +223,23 @@ LLM = {
     "timeout": envfloat("LLM_TIMEOUT", 120.0),
 }
 AGENT_MAX_ROUNDS = envint("AGENT_MAX_ROUNDS", 10, minimum=1)
+# The largest chat message (and websocket frame) accepted; bigger ones get a clear error.
+CHAT_MAX_MESSAGE_BYTES = envint("CHAT_MAX_MESSAGE_BYTES", 256 * 1024, minimum=1024)
+# Frames above this are cut off by the websocket protocol itself (close code 1009); between
+# the two limits the consumer answers with an error and the socket stays open.
+WEBSOCKET_MAX_FRAME_BYTES = max(16 * 1024 * 1024, 4 * CHAT_MAX_MESSAGE_BYTES)
 WORKSPACES_DIR = Path(envstr("WORKSPACES_DIR", str(VAR_DIR / "workspaces"))).resolve()
 MEDIA_DIR = VAR_DIR / "media"
 # A running tool call writes a heartbeat; a call whose heartbeat is older than this is
 # marked failed ("worker lost") so the turn can go on.
-TOOL_HEARTBEAT_TIMEOUT = envint("TOOL_HEARTBEAT_TIMEOUT", 30, minimum=5)
+TOOL_HEARTBEAT_TIMEOUT = envint("TOOL_HEARTBEAT_TIMEOUT", 30, minimum=3)
+# The same for a streaming turn whose agent runner died, and for a queued round no runner took.
+AGENT_HEARTBEAT_TIMEOUT = envint("AGENT_HEARTBEAT_TIMEOUT", 20, minimum=3)
+# How often every process looks for lost work (conditional updates: safe in many at once).
+MAINTENANCE_INTERVAL = envfloat(
+    "MAINTENANCE_INTERVAL",
+    max(1.0, min(10.0, min(TOOL_HEARTBEAT_TIMEOUT, AGENT_HEARTBEAT_TIMEOUT) / 3)),
+)
 
 LOGGING = {
     "version": 1,

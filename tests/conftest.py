@@ -80,18 +80,34 @@ def _redis_clean() -> None:
     client.flushdb()
 
 
-@pytest.fixture(scope="session")
-def worker_process(
-    django_db_setup: Any, django_db_blocker: Any, _redis_clean: None
-) -> Iterator[subprocess.Popen[bytes] | None]:
-    """Distributed mode: a real ``celery worker`` process on the test database."""
-    if settings.MODE != "distributed":
-        yield None
-        return
+def start_agent_runner(log_name: str = "test-runner.log", **env: str) -> subprocess.Popen[bytes]:
+    """Distributed mode: a real ``manage.py agent_runner`` process on the test database."""
+    from chat_app.runner import runners_alive
+
+    name = f"test-runner-{uuid.uuid4().hex[:6]}"
+    log = open(ROOT / "var" / log_name, "ab")  # noqa: SIM115 - closed by the process's end
+    proc = subprocess.Popen(
+        [sys.executable, "manage.py", "agent_runner", "--name", name],
+        cwd=ROOT,
+        env=child_env(**env),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    wait_for(
+        lambda: proc.poll() is not None or any(r["name"] == name for r in runners_alive()),
+        timeout=60,
+        message="the agent runner to announce itself",
+    )
+    assert proc.poll() is None, f"agent runner exited; see var/{log_name}"
+    return proc
+
+
+def start_celery_worker(log_name: str = "test-worker.log", **env: str) -> subprocess.Popen[bytes]:
+    """Distributed mode: a real ``celery worker`` process for the tool queues."""
     from controlcenter.celery import app
 
     name = f"test-{uuid.uuid4().hex[:6]}@%h"
-    log = open(ROOT / "var" / "test-worker.log", "ab")  # noqa: SIM115
+    log = open(ROOT / "var" / log_name, "ab")  # noqa: SIM115 - closed by the process's end
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -101,7 +117,7 @@ def worker_process(
             "controlcenter",
             "worker",
             "-Q",
-            "agent,tools,browser",
+            "tools,browser",
             "-c",
             "4",
             "-n",
@@ -112,25 +128,45 @@ def worker_process(
             "--without-gossip",
         ],
         cwd=ROOT,
-        env=child_env(),
+        env=child_env(**env),
         stdout=log,
         stderr=subprocess.STDOUT,
     )
+    wait_for(
+        lambda: (
+            proc.poll() is not None
+            or any(name.split("@")[0] in key for r in app.control.ping(timeout=0.3) for key in r)
+        ),
+        timeout=60,
+        message="the celery worker to answer ping",
+    )
+    assert proc.poll() is None, f"celery worker exited; see var/{log_name}"
+    return proc
+
+
+def stop_process(proc: subprocess.Popen[bytes], timeout: float = 15) -> None:
+    proc.terminate()
     try:
-        wait_for(
-            lambda: proc.poll() is not None or app.control.ping(timeout=0.3),
-            timeout=60,
-            message="the celery worker to answer ping",
-        )
-        assert proc.poll() is None, "celery worker exited; see var/test-worker.log"
-        yield proc
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=5)
+
+
+@pytest.fixture(scope="session")
+def worker_process(
+    django_db_setup: Any, django_db_blocker: Any, _redis_clean: None
+) -> Iterator[list[subprocess.Popen[bytes]] | None]:
+    """Distributed mode: a real ``celery worker`` process and a real agent runner process."""
+    if settings.MODE != "distributed":
+        yield None
+        return
+    procs = [start_celery_worker(), start_agent_runner()]
+    try:
+        yield procs
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+        for proc in procs:
+            stop_process(proc)
 
 
 @pytest.fixture

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from channels.db import database_sync_to_async
-from channels.generic.websocket import AsyncJsonWebsocketConsumer
-
 from controlcenter.events import toolcall_group
+from controlcenter.websocket import SafeJsonConsumer, db
 from tools_app.events import toolcall_event
 from tools_app.models import ToolCall
 from tools_app.services import approval
@@ -30,7 +28,7 @@ def _stop(call_id: int) -> None:
         toolcall_cancel(call, reason="stopped from the Tools Manager")
 
 
-class ToolCallConsumer(AsyncJsonWebsocketConsumer):
+class ToolCallConsumer(SafeJsonConsumer):
     call_id: int
     group: str
 
@@ -43,13 +41,13 @@ class ToolCallConsumer(AsyncJsonWebsocketConsumer):
         if not user.is_staff:
             await self.close(code=4403)
             return
-        if await database_sync_to_async(_snapshot)(self.call_id) is None:
+        if await db(_snapshot)(self.call_id) is None:
             await self.close(code=4404)
             return
         self.group = toolcall_group(self.call_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
-        snapshot = await database_sync_to_async(_snapshot)(self.call_id)
+        snapshot = await db(_snapshot)(self.call_id)
         if snapshot is not None:
             await self.send_json(snapshot)
 
@@ -58,30 +56,30 @@ class ToolCallConsumer(AsyncJsonWebsocketConsumer):
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
-        action = content.get("action") if isinstance(content, dict) else None
+        action = content.get("action")
         if action in ("approve", "deny"):
             await self._decide(action, content)
         elif action == "stop":
-            await database_sync_to_async(_stop)(self.call_id)
+            await db(_stop)(self.call_id)
         else:
-            await self.send_json({"type": "error", "message": f"unknown action {action!r}"})
+            await self.send_error(f"unknown action {action!r}"[:200])
 
     async def _decide(self, action: str, content: dict[str, Any]) -> None:
         call_id = content.get("call_id", self.call_id)
         arguments = content.get("arguments")
         # This socket is about one call: a command for another one is refused, not relayed.
         if call_id != self.call_id or (arguments is not None and not isinstance(arguments, dict)):
-            await self.send_json({"type": "error", "message": "malformed approval command"})
+            await self.send_error("malformed approval command")
             return
         try:
-            await database_sync_to_async(approval.toolcall_decide)(
+            await db(approval.toolcall_decide)(
                 user=self.scope["user"],
                 call_id=self.call_id,
                 approve=action == "approve",
                 arguments=arguments,
             )
         except approval.ApprovalError as exc:
-            await self.send_json({"type": "error", "message": str(exc), "call_id": self.call_id})
+            await self.send_error(str(exc), call_id=self.call_id)
 
     async def cc_event(self, event: dict[str, Any]) -> None:
         await self.send_json(event["payload"])

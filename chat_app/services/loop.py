@@ -1,9 +1,17 @@
 """One model round of a chat turn: stream the reply, then bind and dispatch its tool calls.
 
-Runs in the ``agent_round`` Celery task. The stream is consumed in asyncio so Stop can cancel
-it mid-token: a watcher polls the turn's ``cancel_requested`` flag and cancels the stream task,
-which closes the HTTP response. Text goes to the browser in small batches and to the database
-twice a second, so a reload mid-turn shows what was said so far and keeps streaming.
+A round is a coroutine on the agent runner's event loop (``chat_app.runner``), so a reply that
+takes thirty seconds to stream costs a coroutine, not a worker slot: one runner streams
+hundreds of rounds at once. Database work is short and runs on the runner's small thread pool
+(``RoundSupervisor.db``); only the model I/O stays on the loop. The round's three steps:
+
+1. ``round_prepare`` (a thread): claim the turn (``model → streaming``, a conditional UPDATE, so
+   a round queued twice runs once), create the streaming message, build the request.
+2. ``_stream_reply`` (the loop): stream the reply with retries on transient failures; text goes
+   to the browser in small batches (``LiveRound``). Stop cancels this task (the supervisor polls
+   the turn's flag for every live round in one query).
+3. ``round_complete`` (a thread): store the reply and bind and dispatch its tool calls, or
+   finish the turn — cancelled, failed (with the provider's words) or succeeded.
 """
 
 from __future__ import annotations
@@ -11,19 +19,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from asgiref.sync import sync_to_async
-from django.db import close_old_connections, transaction
+from django.db import transaction
 from django.db.models import F
+from django.utils import timezone
 
-from chat_app.events import message_publish, token_publish
+from chat_app.events import message_publish
 from chat_app.fallback import fallback_prompt_block, parse_tool_calls
 from chat_app.models import Agent, Message, Provider, Turn
 from chat_app.providers import (
     ChatMessage,
+    ClientCache,
     LLMProvider,
     ModelReply,
     ProviderError,
@@ -33,13 +41,16 @@ from chat_app.providers import (
 )
 from chat_app.services.agents import agent_for_conversation
 from chat_app.services.history import build_history
+from chat_app.services.live import LiveRound, RoundSupervisor, Stopped
 from chat_app.services.providers import (
     provider_client,
     provider_for_conversation,
     provider_remember_no_tools,
 )
+from chat_app.services.retry import RetryNotice, RetryPolicy, call_with_retries
 from chat_app.services.turns import turn_advance, turn_finish
 from tools_app import selectors
+from tools_app.events import toolcall_publish
 from tools_app.registry import BaseTool
 from tools_app.runtime import BindContext
 from tools_app.services.binding import (
@@ -51,10 +62,6 @@ from tools_app.services.binding import (
 )
 
 logger = logging.getLogger(__name__)
-
-TOKEN_FLUSH_SECONDS = 0.03
-PERSIST_SECONDS = 0.5
-CANCEL_POLL_SECONDS = 0.2
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are the assistant of Control Center. You can call tools to act for the user; every "
@@ -70,20 +77,29 @@ NO_PROVIDER = (
     "Slash commands work without one: type `/help`."
 )
 
-
-class _Cancelled(Exception):
-    pass
+RUNNER_SHUTDOWN = (
+    "The agent runner was shut down while it was writing this reply, so the turn ended. "
+    "Send your message again to continue."
+)
 
 
 @dataclass
-class _Stream:
+class RoundPlan:
+    """Everything the loop needs to stream one reply and act on it."""
+
     turn_id: int
     conversation_id: int
+    user_id: int | None
     message_id: int
-    text: str = ""
-    sent: int = 0
-    persisted: int = 0
-    pending: list[str] = field(default_factory=list)
+    provider: Provider
+    agent: Agent
+    client: LLMProvider
+    tools: list[type[BaseTool]]
+    native: bool
+    policy: RetryPolicy
+    system: str = ""
+    history: list[ChatMessage] | None = None
+    specs: list[ToolSpec] | None = None
 
 
 def tool_specs(tools: list[type[BaseTool]], *, strict: bool) -> list[ToolSpec]:
@@ -118,16 +134,22 @@ def with_reasoning_field(parameters: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def agent_round(turn_id: int) -> None:
+# --- 1. prepare (a database thread) ------------------------------------------------------
+
+
+def round_prepare(
+    turn_id: int, *, runner: str, clients: ClientCache | None = None
+) -> RoundPlan | None:
+    """Claim the turn and build the request; None when there is nothing to stream."""
     claimed = Turn.objects.filter(
         pk=turn_id, status=Turn.Status.RUNNING, phase=Turn.Phase.MODEL
-    ).update(phase=Turn.Phase.STREAMING)
-    if not claimed:
-        return
+    ).update(phase=Turn.Phase.STREAMING, runner=runner, heartbeat_at=timezone.now())
+    if not claimed:  # finished, stopped, or already taken by another runner
+        return None
     turn = Turn.objects.select_related("conversation").get(pk=turn_id)
     if turn.cancel_requested:
         turn_finish(turn, status=Turn.Status.CANCELLED)
-        return
+        return None
     if turn.round >= turn.max_rounds:
         turn_finish(
             turn,
@@ -138,17 +160,12 @@ def agent_round(turn_id: int) -> None:
                 "Send a message to let the agent continue."
             ),
         )
-        return
+        return None
     agent = agent_for_conversation(turn.conversation)
     provider = agent.provider or provider_for_conversation(turn.conversation)
     if provider is None:
         turn_finish(turn, status=Turn.Status.FAILED, error="no LLM provider", notice=NO_PROVIDER)
-        return
-    _run_model(turn, provider, agent)
-
-
-def _run_model(turn: Turn, provider: Provider, agent: Agent) -> None:
-    tools = selectors.enabled_tools(agent.allowed_tools())
+        return None
     native = provider.uses_native_tools()
     message = Message.objects.create(
         conversation_id=turn.conversation_id,
@@ -158,40 +175,176 @@ def _run_model(turn: Turn, provider: Provider, agent: Agent) -> None:
         fallback=not native,
     )
     message_publish(message)
-    client = provider_client(provider, model=agent.model)
-    system = agent.system_prompt.strip() or DEFAULT_SYSTEM_PROMPT
-    images = provider.image_input and selectors.images_to_model_enabled()
+    plan = RoundPlan(
+        turn_id=turn.pk,
+        conversation_id=turn.conversation_id,
+        user_id=turn.user_id,
+        message_id=message.pk,
+        provider=provider,
+        agent=agent,
+        client=provider_client(provider, model=agent.model, clients=clients),
+        tools=selectors.enabled_tools(agent.allowed_tools()),
+        native=native,
+        policy=RetryPolicy(
+            max_retries=provider.max_retries, backoff_seconds=provider.retry_backoff_seconds
+        ),
+    )
+    _build_request(plan, turn)
+    return plan
+
+
+def _build_request(plan: RoundPlan, turn: Turn) -> None:
+    system = plan.agent.system_prompt.strip() or DEFAULT_SYSTEM_PROMPT
+    if not plan.native and plan.tools:
+        system = f"{system}\n\n{fallback_prompt_block(tool_specs(plan.tools, strict=False))}"
+    plan.system = system
+    plan.specs = tool_specs(plan.tools, strict=True) if plan.native and plan.tools else None
+    images = plan.provider.image_input and selectors.images_to_model_enabled()
+    plan.history = build_history(
+        turn.conversation, native=plan.native, exclude_message_id=plan.message_id, images=images
+    )
+
+
+def round_use_fallback(plan: RoundPlan) -> None:
+    """The endpoint refused native tools (``native_tools=auto``): remember it on the provider
+    and rebuild this round's request in text-fallback mode."""
+    logger.info("provider %s rejects native tools; switching to text fallback", plan.provider)
+    provider_remember_no_tools(plan.provider)
+    Message.objects.filter(pk=plan.message_id).update(fallback=True)
+    plan.native = False
+    _build_request(plan, Turn.objects.select_related("conversation").get(pk=plan.turn_id))
+
+
+def round_announce_retry(plan: RoundPlan, notice: RetryNotice) -> None:
+    """Start the reply over, and say why on the message while we wait."""
+    Message.objects.filter(pk=plan.message_id).update(
+        content="", note=notice.text()[:500], version=F("version") + 1
+    )
+    message_publish(Message.objects.get(pk=plan.message_id))
+
+
+# --- 2. stream (the event loop) ------------------------------------------------------------
+
+
+async def _stream_reply(
+    plan: RoundPlan, live: LiveRound, supervisor: RoundSupervisor
+) -> ModelReply:
+    assert plan.history is not None
+
+    async def attempt(number: int) -> ModelReply:
+        events = plan.client.stream(
+            system=plan.system, messages=plan.history or [], tools=plan.specs
+        )
+        async with contextlib.aclosing(events):  # type: ignore[type-var]
+            async for event in events:
+                if isinstance(event, TextDelta):
+                    live.add_text(event.text)
+                elif isinstance(event, ModelReply):
+                    return event
+        raise ProviderError("the model's stream ended without a reply", retryable=True)
+
+    async def on_retry(notice: RetryNotice) -> None:
+        logger.info("turn %s: %s", plan.turn_id, notice.text())
+        await live.restart()
+        await supervisor.db(round_announce_retry, plan, notice)
+
+    return await call_with_retries(attempt, policy=plan.policy, on_retry=on_retry)
+
+
+async def round_run(turn_id: int, supervisor: RoundSupervisor) -> None:
+    """The whole round, as the runner schedules it for one message on the ``agent`` queue."""
     try:
-        try:
-            reply = _stream_reply(
-                turn, message, client, tools, system=system, native=native, images=images
-            )
-        except ToolsNotSupported:
-            if provider.native_tools != Provider.NativeTools.AUTO:
-                raise
-            logger.info("provider %s rejects native tools; switching to text fallback", provider)
-            provider_remember_no_tools(provider)
-            native = False
-            Message.objects.filter(pk=message.pk).update(fallback=True)
-            message.fallback = True
-            reply = _stream_reply(
-                turn, message, client, tools, system=system, native=False, images=images
-            )
-    except _Cancelled:
-        _close_message(message, state=Message.State.CANCELLED)
-        turn_finish(turn, status=Turn.Status.CANCELLED)
+        plan = await supervisor.db(
+            round_prepare, turn_id, runner=supervisor.name, clients=supervisor.clients
+        )
+    except Exception as exc:
+        logger.exception("turn %s: preparing the round failed", turn_id)
+        await supervisor.db(round_crashed, turn_id, exc)
         return
-    except ProviderError as exc:
-        _close_message(message, state=Message.State.ERROR)
-        turn_finish(turn, status=Turn.Status.FAILED, error=exc.message, notice=f"⚠ {exc.message}")
+    if plan is None:
         return
-    message.content = reply.text
-    _close_message(message, state=Message.State.COMPLETE)
-    requests = _tool_requests(reply, native=native)
+    live = supervisor.track(
+        turn_id=turn_id, conversation_id=plan.conversation_id, message_id=plan.message_id
+    )
+    outcome: ModelReply | BaseException
+    try:
+        while True:
+            task = live.start(_stream_reply(plan, live, supervisor))
+            await asyncio.wait({task})
+            if task.cancelled():
+                outcome = Stopped(live.stop_reason or "cancelled")
+            elif isinstance(task.exception(), ToolsNotSupported) and (
+                plan.provider.native_tools == Provider.NativeTools.AUTO and plan.native
+            ):
+                await live.restart()
+                await supervisor.db(round_use_fallback, plan)
+                continue
+            else:
+                outcome = task.exception() or task.result()
+            break
+        await live.drain()
+    finally:
+        supervisor.untrack(live)
+    try:
+        await supervisor.db(round_complete, plan, live.text, outcome)
+    except Exception as exc:
+        logger.exception("turn %s: completing the round failed", turn_id)
+        await supervisor.db(round_crashed, turn_id, exc)
+
+
+# --- 3. complete (a database thread) ------------------------------------------------------
+
+
+def round_complete(plan: RoundPlan, text: str, outcome: ModelReply | BaseException) -> None:
+    turn = Turn.objects.get(pk=plan.turn_id)
+    if isinstance(outcome, Stopped):
+        if outcome.reason == "shutdown":
+            _close_message(plan, text, state=Message.State.ERROR)
+            turn_finish(
+                turn,
+                status=Turn.Status.FAILED,
+                error="agent runner shut down",
+                notice=RUNNER_SHUTDOWN,
+            )
+        else:
+            _close_message(plan, text, state=Message.State.CANCELLED)
+            turn_finish(turn, status=Turn.Status.CANCELLED)
+        return
+    if isinstance(outcome, ProviderError):
+        _close_message(plan, text, state=Message.State.ERROR)
+        turn_finish(
+            turn, status=Turn.Status.FAILED, error=outcome.message, notice=f"⚠ {outcome.message}"
+        )
+        return
+    if isinstance(outcome, BaseException):
+        logger.error("turn %s: the model round crashed", plan.turn_id, exc_info=outcome)
+        _close_message(plan, text, state=Message.State.ERROR)
+        error = f"internal error while streaming the reply: {type(outcome).__name__}: {outcome}"
+        turn_finish(turn, status=Turn.Status.FAILED, error=error, notice=f"⚠ {error}")
+        return
+    _close_message(plan, outcome.text, state=Message.State.COMPLETE)
+    requests = _tool_requests(outcome, native=plan.native)
     if not requests:
         turn_finish(turn, status=Turn.Status.SUCCEEDED)
         return
-    _bind_and_dispatch(turn, message, requests, tools, agent)
+    if Turn.objects.filter(pk=turn.pk, cancel_requested=True).exists():
+        # Stop arrived between the last token and now: run nothing it asked for.
+        turn_finish(turn, status=Turn.Status.CANCELLED)
+        return
+    _bind_and_dispatch(plan, requests)
+
+
+def round_crashed(turn_id: int, exc: BaseException) -> None:
+    """Something unexpected broke the round (a bug, the database): end the turn clearly
+    rather than leave it to the reaper."""
+    turn = Turn.objects.filter(pk=turn_id).first()
+    if turn is None:
+        return
+    Message.objects.filter(turn_id=turn_id, state=Message.State.STREAMING).update(
+        state=Message.State.ERROR, version=F("version") + 1
+    )
+    error = f"internal error in the agent runner: {type(exc).__name__}: {exc}"
+    turn_finish(turn, status=Turn.Status.FAILED, error=error, notice=f"⚠ {error}")
 
 
 def _tool_requests(reply: ModelReply, *, native: bool) -> list[CallRequest]:
@@ -212,162 +365,35 @@ def _tool_requests(reply: ModelReply, *, native: bool) -> list[CallRequest]:
     ]
 
 
-def _bind_and_dispatch(
-    turn: Turn,
-    message: Message,
-    requests: list[CallRequest],
-    tools: list[type[BaseTool]],
-    agent: Agent,
-) -> None:
-    ctx = BindContext(user_id=turn.user_id, conversation_id=turn.conversation_id, source="chat")
-    offered = [t.tool_name for t in tools]
+def _bind_and_dispatch(plan: RoundPlan, requests: list[CallRequest]) -> None:
+    ctx = BindContext(user_id=plan.user_id, conversation_id=plan.conversation_id, source="chat")
+    offered = [t.tool_name for t in plan.tools]
     limits = CallLimits(
-        per_turn=agent.max_calls_per_turn, per_conversation=agent.max_calls_per_conversation
+        per_turn=plan.agent.max_calls_per_turn,
+        per_conversation=plan.agent.max_calls_per_conversation,
     )
     with transaction.atomic():
-        Turn.objects.filter(pk=turn.pk).update(phase=Turn.Phase.TOOLS, round=F("round") + 1)
+        Turn.objects.filter(pk=plan.turn_id).update(phase=Turn.Phase.TOOLS, round=F("round") + 1)
         calls = []
         for request in requests:
             call = toolcall_bind(
                 request=request,
                 ctx=ctx,
-                turn_id=turn.pk,
-                message_id=message.pk,
+                turn_id=plan.turn_id,
+                message_id=plan.message_id,
                 allowed_tools=offered,
                 limits=limits,
             )
             if call.status == call.Status.QUEUED:
                 toolcall_dispatch(call)
             calls.append(call)
-    from tools_app.events import toolcall_publish
-
     for call in calls:
         toolcall_publish(call, wait=False)  # in order with what follows; the call goes on
-    turn_advance(turn.pk)  # every call may already be finished (all refused)
+    turn_advance(plan.turn_id)  # every call may already be finished (all refused)
 
 
-def _close_message(message: Message, *, state: str) -> None:
-    Message.objects.filter(pk=message.pk).update(
-        content=message.content, state=state, version=F("version") + 1
+def _close_message(plan: RoundPlan, text: str, *, state: str) -> None:
+    Message.objects.filter(pk=plan.message_id).update(
+        content=text, state=state, note="", version=F("version") + 1
     )
-    message.refresh_from_db()
-    message_publish(message)
-
-
-def _stream_reply(
-    turn: Turn,
-    message: Message,
-    client: LLMProvider,
-    tools: list[type[BaseTool]],
-    *,
-    system: str,
-    native: bool,
-    images: bool = False,
-) -> ModelReply:
-    specs = tool_specs(tools, strict=True) if tools else []
-    if not native and tools:
-        system = f"{system}\n\n{fallback_prompt_block(tool_specs(tools, strict=False))}"
-    history = build_history(
-        turn.conversation,
-        native=native,
-        exclude_message_id=message.pk,
-        images=images,
-    )
-    state = _Stream(turn_id=turn.pk, conversation_id=turn.conversation_id, message_id=message.pk)
-    message.content = ""
-    try:
-        reply = asyncio.run(
-            _consume(
-                client,
-                state,
-                system=system,
-                history=history,
-                tools=specs if native and specs else None,
-            )
-        )
-    finally:
-        close_old_connections()
-    message.content = state.text
-    return reply
-
-
-async def _consume(
-    client: LLMProvider,
-    state: _Stream,
-    *,
-    system: str,
-    history: list[ChatMessage],
-    tools: list[ToolSpec] | None,
-) -> ModelReply:
-    async def read() -> ModelReply:
-        async for event in client.stream(system=system, messages=history, tools=tools):
-            if isinstance(event, TextDelta):
-                state.text += event.text
-                state.pending.append(event.text)
-            elif isinstance(event, ModelReply):
-                return event
-        raise ProviderError("the model's stream ended without a reply")
-
-    stopped = asyncio.Event()
-
-    async def flush_tokens() -> None:
-        # Never cancelled mid-publish (a cancelled group_send loses its message): it is
-        # asked to stop and does one last flush.
-        last_persist = time.monotonic()
-        while not stopped.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stopped.wait(), TOKEN_FLUSH_SECONDS)
-            await _flush(state)
-            if time.monotonic() - last_persist >= PERSIST_SECONDS and state.persisted < len(
-                state.text
-            ):
-                last_persist = time.monotonic()
-                await _persist(state)
-
-    async def watch_cancel() -> None:
-        while not await _cancel_requested(state.turn_id):
-            await asyncio.sleep(CANCEL_POLL_SECONDS)
-
-    reader = asyncio.create_task(read())
-    flusher = asyncio.create_task(flush_tokens())
-    watcher = asyncio.create_task(watch_cancel())
-    try:
-        done, _ = await asyncio.wait({reader, watcher}, return_when=asyncio.FIRST_COMPLETED)
-        if watcher in done and reader not in done:
-            reader.cancel()
-            await asyncio.gather(reader, return_exceptions=True)
-            raise _Cancelled()
-        return reader.result()
-    finally:
-        watcher.cancel()
-        stopped.set()
-        await asyncio.gather(flusher, watcher, return_exceptions=True)
-
-
-async def _flush(state: _Stream) -> None:
-    # Only the flusher task calls this, so chunks go out in order with exact offsets.
-    if not state.pending:
-        return
-    text = "".join(state.pending)
-    state.pending.clear()
-
-    offset = state.sent
-    state.sent += len(text)
-    await token_publish(
-        conversation_id=state.conversation_id, message_id=state.message_id, offset=offset, text=text
-    )
-
-
-@sync_to_async(thread_sensitive=False)
-def _persist(state: _Stream) -> None:
-    Message.objects.filter(pk=state.message_id).update(content=state.text)
-    state.persisted = len(state.text)
-    close_old_connections()
-
-
-@sync_to_async(thread_sensitive=False)
-def _cancel_requested(turn_id: int) -> bool:
-    try:
-        return Turn.objects.filter(pk=turn_id, cancel_requested=True).exists()
-    finally:
-        close_old_connections()
+    message_publish(Message.objects.get(pk=plan.message_id))

@@ -8,7 +8,7 @@ from typing import Any
 from django.conf import settings
 
 from chat_app.models import Conversation, Provider
-from chat_app.providers import LLMProvider, make_provider
+from chat_app.providers import ClientCache, LLMProvider, make_provider
 
 logger = logging.getLogger(__name__)
 
@@ -48,13 +48,16 @@ def provider_for_conversation(conversation: Conversation) -> Provider | None:
     return provider_default()
 
 
-def provider_client(provider: Provider, *, model: str = "") -> LLMProvider:
+def provider_client(
+    provider: Provider, *, model: str = "", clients: ClientCache | None = None
+) -> LLMProvider:
     return make_provider(
         provider.kind,
         base_url=provider.base_url,
         api_key=provider.api_key,
         model=model or provider.model,
         timeout=float(provider.timeout_seconds),
+        clients=clients,
     )
 
 

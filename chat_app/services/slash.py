@@ -79,7 +79,4 @@ def slash_run(*, conversation: Conversation, user_id: int, text: str) -> Turn | 
         # Dispatched only now: the page must know the message before its card changes.
         if call.status == call.Status.QUEUED:
             toolcall_dispatch(call)
-        from chat_app.services.turns import turn_advance
-
-        turn_advance(turn.pk)
-    return turn
+    return turn  # the caller advances it: a refused call finishes the turn at once

@@ -15,9 +15,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from chat_app.events import message_publish, turn_publish
+from chat_app.events import conversation_publish, message_publish, turn_publish
 from chat_app.models import Conversation, Message, Turn
 from chat_app.services.agents import agent_for_conversation
+from chat_app.services.slash import slash_run
 from tools_app.models import ToolCall
 from tools_app.services.execution import toolcall_cancel
 
@@ -28,22 +29,42 @@ class TurnError(Exception):
     """A person asked for something a turn cannot do right now (clear words in ``args[0]``)."""
 
 
-def _queue_round(turn_id: int) -> None:
-    from chat_app.tasks import agent_round
+AGENT_ROUND_TASK = "chat_app.tasks.agent_round"
 
-    transaction.on_commit(lambda: agent_round.apply_async((turn_id,), queue="agent"))
+
+def round_send(turn_id: int) -> None:
+    """Put a round on the ``agent`` queue (Celery's message, sent by name: the agent runner
+    consumes it, and so would a plain Celery worker told to)."""
+    from controlcenter.celery import app
+
+    app.send_task(AGENT_ROUND_TASK, (turn_id,), queue="agent")
+
+
+def _queue_round(turn_id: int) -> None:
+    transaction.on_commit(lambda: round_send(turn_id))
 
 
 def turn_start(*, conversation: Conversation, user_id: int, text: str) -> Turn | None:
     text = text.strip()
     if not text:
         raise TurnError("the message is empty")
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > settings.CHAT_MAX_MESSAGE_BYTES:
+        raise TurnError(
+            f"the message is too large: {size // 1024} KB "
+            f"(the limit is {settings.CHAT_MAX_MESSAGE_BYTES // 1024} KB)"
+        )
+    if "\x00" in text or _has_lone_surrogate(text):
+        raise TurnError(
+            "the message contains characters that cannot be stored (NUL or a lone surrogate)"
+        )
     if conversation.turns.filter(status=Turn.Status.RUNNING).exists():
         raise TurnError("the agent is still working on the previous message; press Stop first")
     if text.startswith("/"):
-        from chat_app.services.slash import slash_run
-
-        return slash_run(conversation=conversation, user_id=user_id, text=text)
+        slashed = slash_run(conversation=conversation, user_id=user_id, text=text)
+        if slashed is not None:
+            turn_advance(slashed.pk)
+        return slashed
     agent = agent_for_conversation(conversation)
     with transaction.atomic():
         turn = Turn.objects.create(
@@ -51,23 +72,36 @@ def turn_start(*, conversation: Conversation, user_id: int, text: str) -> Turn |
             user_id=user_id,
             kind=Turn.Kind.CHAT,
             max_rounds=agent.max_rounds or settings.AGENT_MAX_ROUNDS,
+            heartbeat_at=timezone.now(),  # queued at
         )
         message = Message.objects.create(
             conversation=conversation, turn=turn, role=Message.Role.USER, content=text
         )
-        conversation_touch(conversation, first_text=text)
+        titled = conversation_touch(conversation, first_text=text)
         _queue_round(turn.pk)
     message_publish(message)
+    if titled:
+        conversation_publish(conversation)
     turn_publish(turn)
     return turn
 
 
-def conversation_touch(conversation: Conversation, *, first_text: str = "") -> None:
+def _has_lone_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def conversation_touch(conversation: Conversation, *, first_text: str = "") -> bool:
+    """Bump the conversation; its first message names it. True when the title changed."""
     fields = ["updated_at"]
     if first_text and conversation.title == "New conversation":
         conversation.title = " ".join(first_text.split())[:60] or conversation.title
         fields.append("title")
     conversation.save(update_fields=fields)
+    return "title" in fields
 
 
 def turn_finish(turn: Turn, *, status: str, error: str = "", notice: str = "") -> bool:
@@ -124,7 +158,7 @@ def turn_advance(turn_id: int) -> None:
         ok = all(status == ToolCall.Status.SUCCEEDED for status in calls)
         turn_finish(turn, status=Turn.Status.SUCCEEDED if ok else Turn.Status.FAILED)
     elif Turn.objects.filter(pk=turn.pk, status=Turn.Status.RUNNING, phase=Turn.Phase.TOOLS).update(
-        phase=Turn.Phase.MODEL
+        phase=Turn.Phase.MODEL, heartbeat_at=timezone.now(), requeued=0
     ):
         _queue_round(turn.pk)
 

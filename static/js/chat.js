@@ -91,6 +91,14 @@ const handlers = {
   turn(event) {
     setRunning(event.running);
   },
+  conversation(event) {
+    // The first message names the conversation: the sidebar and the tab follow live.
+    const link = document.getElementById(`conversation-link-${event.id}`);
+    if (link) link.textContent = event.title;
+    const rename = document.getElementById(`rename-${event.id}`);
+    if (rename) rename.value = event.title;
+    if (String(event.id) === conversationId) document.title = `${event.title} · Control Center`;
+  },
   error(event) {
     if (event.call_id && showApprovalError(event.call_id, event.message)) return;
     showError(event.message);
@@ -123,9 +131,18 @@ function connect() {
   });
 }
 
+const maxBytes = Number(chat.dataset.maxBytes || 0);
+
 function send() {
   const text = input.value.trim();
   if (!text || running) return;
+  const size = new TextEncoder().encode(text).length;
+  if (maxBytes && size > maxBytes) {
+    showError(
+      `The message is too large: ${Math.round(size / 1024)} KB (the limit is ${Math.round(maxBytes / 1024)} KB).`,
+    );
+    return;
+  }
   if (!socket || socket.readyState !== WebSocket.OPEN) {
     showError("Not connected yet — try again in a moment.");
     return;

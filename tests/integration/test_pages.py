@@ -83,6 +83,8 @@ def test_the_provider_api_key_is_write_only_in_the_admin(admin_client, db):
         "native_tools": "auto",
         "tools_supported": "unknown",
         "timeout_seconds": 120,
+        "max_retries": 3,
+        "retry_backoff_seconds": 1.0,
     }
     response = admin_client.post(f"/admin/chat_app/provider/{provider.pk}/change/", data)
     assert response.status_code == 302, response.content.decode()[:2000]

@@ -16,7 +16,7 @@ from typing import Any
 
 from django.conf import settings as django_settings
 from django.db import close_old_connections
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from tools_app import selectors
@@ -275,8 +275,8 @@ def toolcall_reap_lost() -> int:
     reaped = 0
     for call in ToolCall.objects.filter(status=ToolCall.Status.RUNNING, heartbeat_at__lt=limit):
         error = (
-            f"the worker running this call ({call.worker or 'unknown'}) stopped responding; "
-            "the call was abandoned"
+            f"worker lost: the worker running this call ({call.worker or 'unknown'}) stopped "
+            "responding, so the call was abandoned"
         )
         if toolcall_finish(
             call,
@@ -287,3 +287,24 @@ def toolcall_reap_lost() -> int:
         ):
             reaped += 1
     return reaped
+
+
+def toolcall_redeliver_queued() -> int:
+    """Queue again the calls that have waited a heartbeat timeout without a worker taking
+    them: their message may have been lost (a Redis restart keeps nothing). Claiming a call
+    is a conditional UPDATE, so a call queued twice still runs once."""
+    from tools_app.tasks import run_tool_call
+
+    now = timezone.now()
+    limit = now - timedelta(seconds=django_settings.TOOL_HEARTBEAT_TIMEOUT)
+    stale = ToolCall.objects.filter(status=ToolCall.Status.QUEUED).filter(
+        Q(heartbeat_at__lt=limit) | Q(heartbeat_at__isnull=True, created_at__lt=limit)
+    )
+    sent = 0
+    for call_id, queue in stale.values_list("pk", "queue"):
+        if ToolCall.objects.filter(pk=call_id, status=ToolCall.Status.QUEUED).update(
+            heartbeat_at=now
+        ):
+            run_tool_call.apply_async((call_id,), queue=queue or "tools")
+            sent += 1
+    return sent

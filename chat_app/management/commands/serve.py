@@ -10,7 +10,10 @@ from django.core.management.base import BaseCommand
 
 
 class Command(BaseCommand):
-    help = "Serve Control Center (ASGI). Embedded mode also runs the Celery worker in-process."
+    help = (
+        "Serve Control Center (ASGI). Embedded mode also runs the Celery worker and the agent "
+        "runner in-process."
+    )
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
@@ -30,7 +33,9 @@ class Command(BaseCommand):
             from controlcenter.embedded import start_embedded_worker
 
             start_embedded_worker()
-            start_maintenance_thread()
+        # Every process looks for lost work; the web process too, so a turn whose runner or
+        # worker died ends even when none is left to notice.
+        start_maintenance_thread()
         self.stdout.write(
             f"Control Center ({settings.MODE} mode) on http://{host}:{port}/", ending="\n"
         )
@@ -40,4 +45,6 @@ class Command(BaseCommand):
             endpoints=build_endpoint_description_strings(host=host, port=port),
             verbosity=0,
             application_close_timeout=5,
+            websocket_max_message_size=settings.WEBSOCKET_MAX_FRAME_BYTES,
+            websocket_max_frame_size=settings.WEBSOCKET_MAX_FRAME_BYTES,
         ).run()

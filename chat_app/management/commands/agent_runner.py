@@ -1,0 +1,35 @@
+"""Run the agent runner (distributed mode): model rounds from the ``agent`` queue, streamed
+on one event loop. Run one or more next to the web process and the tool workers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+
+class Command(BaseCommand):
+    help = "Stream model rounds from the agent queue on an asyncio loop (distributed mode)."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--name", default="", help="Shown in /healthz and on turns.")
+        parser.add_argument(
+            "--capacity",
+            type=int,
+            default=0,
+            help="Rounds in flight at once (default AGENT_RUNNER_CAPACITY).",
+        )
+
+    def handle(self, *args: Any, name: str, capacity: int, **options: Any) -> None:
+        if settings.MODE != "distributed":
+            raise CommandError(
+                "the agent runner runs as its own process only in distributed mode (set "
+                "REDIS_URL); in embedded mode `manage.py serve` runs it in-process"
+            )
+        from chat_app.runner import AgentRunner
+
+        runner = AgentRunner(name=name or None, capacity=capacity or None)
+        self.stdout.write(f"agent runner {runner.name} (capacity {runner.capacity})")
+        self.stdout.flush()
+        runner.run_forever()

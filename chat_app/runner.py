@@ -1,0 +1,289 @@
+"""The agent runner: one asyncio event loop that streams many turns' model rounds at once.
+
+Rounds reach it as Celery messages on the ``agent`` queue (sent by ``turns.round_send``), over
+the same broker as everything else: kombu's ``memory://`` inside the web process in embedded
+mode, Redis in distributed mode. A consumer thread takes each message, acknowledges it, and
+schedules ``round_run`` on the loop; a semaphore caps the rounds in flight (``capacity``), so a
+full runner leaves messages on the queue for another runner. Model I/O is a coroutine; the
+short database work of a round runs on a small thread pool (``db_threads``).
+
+Embedded mode starts one runner in a thread of the web process (``controlcenter.embedded``);
+distributed mode runs ``manage.py agent_runner`` as its own process (one or more). A runner
+that dies leaves its streaming turns without a heartbeat: the reaper ends them
+(``chat_app.services.reaper``). A message lost with a Redis restart is queued again by the
+reaper too; claiming a turn is a conditional UPDATE, so a round never runs twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import socket
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from django.conf import settings
+from kombu import Connection, Message
+from kombu.mixins import ConsumerMixin
+
+from chat_app.services.live import RoundSupervisor
+from chat_app.services.turns import AGENT_ROUND_TASK
+
+logger = logging.getLogger(__name__)
+
+RUNNER_KEY_PREFIX = "cc:agent-runner:"
+RUNNER_KEY_TTL = 15
+
+
+def default_name() -> str:
+    return f"agent@{socket.gethostname()}:{os.getpid()}"
+
+
+class _QueueConsumer(ConsumerMixin):
+    """kombu's reconnecting consumer loop on the ``agent`` queue (a Redis restart is survived
+    by reconnecting with backoff)."""
+
+    def __init__(self, connection: Connection, runner: AgentRunner) -> None:
+        self.connection = connection
+        self.runner = runner
+
+    def get_consumers(self, consumer_cls: Any, channel: Any) -> list[Any]:
+        from controlcenter.celery import app
+
+        queue = app.amqp.queues["agent"]
+        return [
+            consumer_cls(
+                queues=[queue],
+                callbacks=[self.on_message],
+                accept=["json"],
+                prefetch_count=self.runner.prefetch,
+            )
+        ]
+
+    def on_message(self, body: Any, message: Message) -> None:
+        turn_id = _turn_id(body, message)
+        message.ack()
+        if turn_id is None:
+            return
+        self.runner.submit(turn_id)
+
+    def on_connection_error(self, exc: Exception, interval: float) -> None:
+        logger.warning("agent runner: broker unreachable (%s); retrying in %.1f s", exc, interval)
+
+
+def _turn_id(body: Any, message: Message) -> int | None:
+    task = (message.headers or {}).get("task")
+    try:
+        args = body[0] if isinstance(body, list | tuple) else json.loads(body)[0]
+        turn_id = int(args[0])
+    except (TypeError, ValueError, IndexError, KeyError):
+        turn_id = None
+    if task != AGENT_ROUND_TASK or turn_id is None:
+        logger.error("agent runner: dropping a message it cannot run (task %r)", task)
+        return None
+    return turn_id
+
+
+class AgentRunner:
+    def __init__(
+        self,
+        *,
+        name: str | None = None,
+        capacity: int | None = None,
+        db_threads: int | None = None,
+    ) -> None:
+        self.name = name or default_name()
+        self.capacity = capacity or settings.AGENT_RUNNER_CAPACITY
+        self.db_threads = db_threads or settings.AGENT_RUNNER_DB_THREADS
+        self.prefetch = min(self.capacity, 64)
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.supervisor: RoundSupervisor | None = None
+        self._slots = threading.BoundedSemaphore(self.capacity)
+        self._stopping = threading.Event()
+        self._loop_thread: threading.Thread | None = None
+        self._consumer_thread: threading.Thread | None = None
+        self._consumer: _QueueConsumer | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._ready = threading.Event()
+
+    # --- lifecycle ----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the loop thread and the consumer thread; return once both run."""
+        self._loop_thread = threading.Thread(target=self._run_loop, name="agent-loop", daemon=True)
+        self._loop_thread.start()
+        if not self._ready.wait(timeout=30):
+            raise RuntimeError("the agent runner's event loop did not start")
+        self._consumer_thread = threading.Thread(
+            target=self._consume, name="agent-consumer", daemon=True
+        )
+        self._consumer_thread.start()
+        logger.info("agent runner %s started (capacity %d)", self.name, self.capacity)
+
+    @property
+    def alive(self) -> bool:
+        return bool(
+            self._loop_thread
+            and self._loop_thread.is_alive()
+            and self._consumer_thread
+            and self._consumer_thread.is_alive()
+        )
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._tasks)
+
+    def stop(self, *, grace: float = 0.0) -> None:
+        """Stop taking rounds; give those in flight ``grace`` seconds, then end them clearly
+        (their turns fail with a notice saying the runner shut down)."""
+        self._stopping.set()
+        if self._consumer is not None:
+            self._consumer.should_stop = True
+        if self._consumer_thread is not None:
+            self._consumer_thread.join(timeout=10)
+        loop = self.loop
+        if loop is None or not loop.is_running():
+            return
+        asyncio.run_coroutine_threadsafe(self._shutdown(grace), loop).result(timeout=grace + 60)
+        loop.call_soon_threadsafe(loop.stop)
+        if self._loop_thread is not None:
+            self._loop_thread.join(timeout=10)
+
+    def run_forever(self) -> None:
+        """The ``agent_runner`` command: run until SIGTERM/SIGINT."""
+        import signal
+
+        stop = threading.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: stop.set())
+        self.start()
+        from controlcenter.maintenance import start_maintenance_thread
+
+        start_maintenance_thread()
+        self._announce()
+        while not stop.wait(5):
+            self._announce()
+            if not self.alive:
+                logger.error("agent runner %s: a thread died; exiting", self.name)
+                break
+        self.stop(grace=settings.AGENT_RUNNER_SHUTDOWN_GRACE)
+
+    # --- rounds -------------------------------------------------------------------------
+
+    def submit(self, turn_id: int) -> None:
+        """Thread-safe; blocks while the runner is at capacity (back-pressure on the queue)."""
+        while not self._slots.acquire(timeout=0.5):
+            if self._stopping.is_set():
+                return
+        loop = self.loop
+        if loop is None or self._stopping.is_set():
+            self._slots.release()
+            return
+        loop.call_soon_threadsafe(self._spawn, turn_id)
+
+    def _spawn(self, turn_id: int) -> None:
+        task = asyncio.get_running_loop().create_task(self._round(turn_id))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _round(self, turn_id: int) -> None:
+        from chat_app.services.loop import round_run
+
+        assert self.supervisor is not None
+        try:
+            await round_run(turn_id, self.supervisor)
+        except Exception:
+            logger.exception("agent runner: round of turn %s crashed", turn_id)
+        finally:
+            self._slots.release()
+
+    async def _shutdown(self, grace: float) -> None:
+        deadline = time.monotonic() + grace
+        while self._tasks and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        if self.supervisor is not None:
+            self.supervisor.stop_all("shutdown")
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=30)
+        if self.supervisor is not None:
+            await self.supervisor.aclose()
+
+    # --- threads ------------------------------------------------------------------------
+
+    def _run_loop(self) -> None:
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        loop.set_default_executor(
+            ThreadPoolExecutor(max_workers=self.db_threads, thread_name_prefix="agent-db")
+        )
+        self.loop = loop
+        self.supervisor = RoundSupervisor(name=self.name)
+        loop.call_soon(self._ready.set)
+        try:
+            loop.run_forever()
+        finally:
+            loop.run_until_complete(loop.shutdown_default_executor())
+            loop.close()
+
+    def _consume(self) -> None:
+        from controlcenter.celery import app
+
+        with app.connection_for_read() as connection:
+            self._consumer = _QueueConsumer(connection, self)
+            if self._stopping.is_set():
+                return
+            try:
+                self._consumer.run()
+            except Exception:
+                if not self._stopping.is_set():
+                    logger.exception("agent runner: the queue consumer stopped")
+
+    def _announce(self) -> None:
+        """Distributed mode: tell /healthz (any web process) this runner is alive."""
+        if settings.MODE != "distributed":
+            return
+        try:
+            import redis
+
+            client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2)
+            client.set(
+                RUNNER_KEY_PREFIX + self.name,
+                json.dumps({"in_flight": self.in_flight, "capacity": self.capacity}),
+                ex=RUNNER_KEY_TTL,
+            )
+        except Exception as exc:
+            logger.warning("agent runner: could not announce itself (%s)", exc)
+
+
+def runners_alive() -> list[dict[str, Any]]:
+    """Distributed mode: the runners that announced themselves in the last few seconds."""
+    import redis
+
+    client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2)
+    out = []
+    for key in client.scan_iter(match=RUNNER_KEY_PREFIX + "*", count=100):
+        raw = client.get(key)
+        if raw:
+            out.append({"name": key.decode()[len(RUNNER_KEY_PREFIX) :], **json.loads(raw)})
+    return out
+
+
+def run_round_once(turn_id: int) -> None:
+    """A round outside any runner: what a plain Celery worker does with an ``agent_round``
+    task it was told to consume (older deployments). Works, but holds a worker slot for the
+    whole stream — run ``manage.py agent_runner`` instead."""
+
+    async def main() -> None:
+        from chat_app.services.loop import round_run
+
+        supervisor = RoundSupervisor(name=f"celery@{socket.gethostname()}:{os.getpid()}")
+        try:
+            await round_run(turn_id, supervisor)
+        finally:
+            await supervisor.aclose()
+
+    asyncio.run(main())

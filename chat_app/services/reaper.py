@@ -1,0 +1,97 @@
+"""Turns that lost their runner or their message: end them clearly, or queue them again.
+
+Run by every process's maintenance thread (web, agent runner, workers): each step is a
+conditional UPDATE, so several processes doing it at once is harmless, and the web process
+notices lost work even when no worker or runner is left.
+
+- ``streaming`` with no heartbeat for ``AGENT_HEARTBEAT_TIMEOUT``: the runner died mid-reply
+  (killed, OOM, machine gone). The partial reply is kept, marked as an error, and the turn
+  fails with a notice saying so; the next message works as usual.
+- ``model`` (queued) for that long: the round's message was lost (Redis restarted) or no
+  runner is running. It is queued again, twice; then the turn fails saying no runner took it.
+- ``tools`` with every call finished: the process finishing the last call died before moving
+  the turn on. It moves on now.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import F
+from django.utils import timezone
+
+from chat_app.events import message_publish
+from chat_app.models import Message, Turn
+from chat_app.services.turns import round_send, turn_advance, turn_finish
+from tools_app.models import ToolCall
+
+logger = logging.getLogger(__name__)
+
+MAX_REQUEUES = 2
+
+RUNNER_LOST = (
+    "⚠ The agent runner writing this reply stopped responding (runner lost{who}), so the turn "
+    "was ended. Nothing is running any more; send your message again to retry."
+)
+NO_RUNNER = (
+    "⚠ No agent runner took this message within {seconds} s, so the turn was ended. "
+    "Is the agent runner running (`manage.py agent_runner`, or `make run`)? "
+    "Send your message again once it is."
+)
+
+
+def turns_reap_lost() -> int:
+    """One pass; returns how many turns it ended or queued again."""
+    timeout = settings.AGENT_HEARTBEAT_TIMEOUT
+    now = timezone.now()
+    limit = now - timedelta(seconds=timeout)
+    running = Turn.objects.filter(status=Turn.Status.RUNNING)
+    acted = 0
+    for turn in running.filter(phase=Turn.Phase.STREAMING, heartbeat_at__lt=limit):
+        if _end_streaming(turn):
+            acted += 1
+    for turn in running.filter(phase=Turn.Phase.MODEL, heartbeat_at__lt=limit):
+        if turn.requeued >= MAX_REQUEUES:
+            if turn_finish(
+                turn,
+                status=Turn.Status.FAILED,
+                error="no agent runner took the turn",
+                notice=NO_RUNNER.format(seconds=timeout * (MAX_REQUEUES + 1)),
+            ):
+                acted += 1
+        elif Turn.objects.filter(
+            pk=turn.pk, phase=Turn.Phase.MODEL, heartbeat_at=turn.heartbeat_at
+        ).update(requeued=F("requeued") + 1, heartbeat_at=now):
+            logger.warning("turn %s waited %d s for a runner; queueing it again", turn.pk, timeout)
+            round_send(turn.pk)
+            acted += 1
+    stuck = (
+        running.filter(phase=Turn.Phase.TOOLS)
+        .exclude(tool_calls__status__in=_UNFINISHED)
+        .values_list("pk", flat=True)
+    )
+    for turn_id in list(stuck):
+        turn_advance(turn_id)
+    return acted
+
+
+_UNFINISHED = [s for s in ToolCall.Status.values if s not in ToolCall.TERMINAL]
+
+
+def _end_streaming(turn: Turn) -> bool:
+    if not turn_finish(
+        turn,
+        status=Turn.Status.FAILED,
+        error="agent runner lost",
+        notice=RUNNER_LOST.format(who=f": {turn.runner}" if turn.runner else ""),
+    ):
+        return False
+    logger.warning("turn %s: its agent runner %s stopped responding", turn.pk, turn.runner)
+    streaming = Message.objects.filter(turn=turn, state=Message.State.STREAMING)
+    ids = list(streaming.values_list("pk", flat=True))
+    streaming.update(state=Message.State.ERROR, note="", version=F("version") + 1)
+    for message in Message.objects.filter(pk__in=ids):
+        message_publish(message)
+    return True
