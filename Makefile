@@ -31,9 +31,12 @@ test-embedded: $(BIN)/.installed
 	env -u REDIS_URL -u DATABASE_URL CC_VAR_DIR=var/test-embedded \
 		$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+# DB_POOL=false for the pytest process only: it runs an event loop (and threads) per test, and a
+# pooled connection held by a thread that dies is never returned. The app processes the tests
+# start use the pool, as in production (tests/conftest.py child_env).
 test-distributed: $(BIN)/.installed
-	CC_VAR_DIR=var/test-distributed REDIS_URL=$(TEST_REDIS_URL) \
-		DATABASE_URL=$(TEST_DATABASE_URL) $(BIN)/python -m pytest -m modes $(PYTEST_ARGS)
+	CC_VAR_DIR=var/test-distributed REDIS_URL=$(TEST_REDIS_URL) DB_POOL=false \
+		DATABASE_URL=$(TEST_DATABASE_URL) $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 ## a distributed-mode worker (web: REDIS_URL=... make run)
 worker: $(BIN)/.installed

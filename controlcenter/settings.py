@@ -15,6 +15,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from controlcenter.dbfork import register_db_fork_safety
 from controlcenter.env import envbool, envchoice, envfloat, envint, envlist, envstr
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -103,26 +104,37 @@ _sqlite_options = {
     "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
 }
 _database_url = envstr("DATABASE_URL")
+DB_POOL_MAX_SIZE = envint("DB_POOL_MAX_SIZE", 10, minimum=1)
 if _database_url:
     try:
-        DATABASES = {
-            "default": dj_database_url.parse(
-                _database_url,
-                # Workers run many short tasks; reconnecting for each costs milliseconds.
-                conn_max_age=envint("DB_CONN_MAX_AGE", 60, minimum=0),
-                conn_health_checks=True,
-            )
-        }
+        DATABASES = {"default": dj_database_url.parse(_database_url)}
     except ValueError as exc:
         raise ImproperlyConfigured(f"DATABASE_URL is not a valid database URL: {exc}") from exc
     if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
         DATABASES["default"]["OPTIONS"] = dict(_sqlite_options)
+    elif DATABASES["default"]["ENGINE"].endswith("postgresql") and envbool("DB_POOL", True):
+        # One pool per process (psycopg_pool through Django): a connection is borrowed for a
+        # request, a task or a round's database step and given back, so a process never holds
+        # more than DB_POOL_MAX_SIZE however many threads or turns it runs.
+        DATABASES["default"]["CONN_MAX_AGE"] = 0  # the pool keeps them instead
+        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+            "min_size": 1,
+            "max_size": DB_POOL_MAX_SIZE,
+            "max_idle": 300,
+            "timeout": 30,
+        }
+    else:
+        DATABASES["default"]["CONN_MAX_AGE"] = envint("DB_CONN_MAX_AGE", 60, minimum=0)
+        DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": str(VAR_DIR / "db.sqlite3"),
             "OPTIONS": dict(_sqlite_options),
+            # Opening a SQLite connection is cheap but not free (the WAL pragmas run each
+            # time); the threads that use one are few and long-lived, so keep it.
+            "CONN_MAX_AGE": None,
         }
     }
 _test_db_name = envstr("CC_TEST_DB_NAME")
@@ -133,6 +145,8 @@ elif DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # must see the same database.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-db.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+# A forked child (Celery's prefork pool) must not use its parent's pool or connections.
+register_db_fork_safety()
 
 # --- channels + celery ----------------------------------------------------------------------
 if MODE == "distributed":

@@ -32,6 +32,10 @@ Endpoints (``ThreadingHTTPServer`` on 127.0.0.1, ephemeral port, one thread per 
   text if it is not JSON (a model that ignored the instruction).
 * A ``stream_error`` goes out after the text as ``data: {"error": ...}`` (OpenAI) or
   ``event: error`` (Anthropic), ending the response the way an overloaded server does.
+* Faults for retry tests: ``error`` with ``error_headers`` (a 429 with ``Retry-After``),
+  ``reset_after_text`` (the TCP connection is reset mid-stream), ``garbled_after_text`` (a
+  data line that is not JSON), ``hang_after_text`` (a stalled stream). ``delay`` is the
+  model's thinking time before the response starts (benchmarks use 2 s).
 
 A callable reply that raises is answered with a 500 naming the exception, and the exception
 is kept in ``errors``. Responses use chunked transfer encoding and ``Connection: close``. The
@@ -46,6 +50,7 @@ import itertools
 import json
 import select
 import socket
+import struct
 import threading
 import time
 import uuid
@@ -95,6 +100,14 @@ class Reply:
     hang_after_text: bool = False  # stream the text, then stall until the client leaves
     # stream the text, then this error object in-stream (as on overload) and end the response
     stream_error: dict[str, Any] | None = None
+    # extra response headers with ``error`` (e.g. {"Retry-After": "1"} on a 429)
+    error_headers: dict[str, str] = field(default_factory=dict)
+    # stream the text, then reset the TCP connection (RST), as a crashing proxy does
+    reset_after_text: bool = False
+    # stream the text, then this raw SSE data line (not JSON: a garbled stream) and end
+    garbled_after_text: str | None = None
+    # seconds to think before the response starts (a model's time to first token)
+    delay: float = 0.0
 
 
 ReplySource = Reply | Callable[[dict[str, Any]], Reply]
@@ -215,6 +228,7 @@ class ScriptedLLM:
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 1024  # hundreds of conversations connect at once in benchmarks
     llm: ScriptedLLM
 
 
@@ -262,10 +276,26 @@ class _EventStream:
 
     def pause(self, seconds: float) -> None:
         """Sleep, but notice at once when the client hangs up or the server stops."""
-        deadline = time.monotonic() + seconds
+        self.wait(self._handler, seconds, self._stopping)
+
+    def reset(self) -> None:
+        """Abort the connection with a TCP RST (SO_LINGER 0), mid-response."""
         sock = self._handler.connection
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()
+        raise _Stopping
+
+    def raw(self, line: str) -> None:
+        """A raw SSE data line, not necessarily JSON (under a delta's name for Anthropic)."""
+        name = "event: content_block_delta\n" if self._named else ""
+        self._write_chunk(f"{name}data: {line}\n\n".encode())
+
+    @staticmethod
+    def wait(handler: _Handler, seconds: float, stopping: threading.Event) -> None:
+        deadline = time.monotonic() + seconds
+        sock = handler.connection
         while True:
-            if self._stopping.is_set():
+            if stopping.is_set():
                 raise _Stopping
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -334,8 +364,14 @@ class _Handler(BaseHTTPRequestHandler):
             llm.errors.append(exc)
             self._send_json(500, _openai_error(f"scripted reply raised {exc!r}", "script_error"))
             return
+        if reply.delay:
+            try:
+                _EventStream.wait(self, reply.delay, llm._stopping)
+            except (_ClientGone, _Stopping):
+                llm._client_left()
+                return
         if reply.error is not None:
-            self._send_json(*reply.error)
+            self._send_json(*reply.error, headers=reply.error_headers)
             return
         try:
             if not body.get("stream"):
@@ -377,12 +413,16 @@ class _Handler(BaseHTTPRequestHandler):
             return 400, _anthropic_error("invalid_request_error", f"{model} does not support tools")
         return None
 
-    def _send_json(self, status: int, payload: dict[str, Any]) -> None:
+    def _send_json(
+        self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> None:
         data = json.dumps(payload, ensure_ascii=False).encode()
         try:
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
             self.send_header("Connection", "close")
             self.end_headers()
             self.wfile.write(data)
@@ -418,6 +458,18 @@ def _usage(reply: Reply, body: dict[str, Any]) -> tuple[int, int]:
 
 def _call_ids(reply: Reply, prefix: str) -> list[str]:
     return [c.id or f"{prefix}{uuid.uuid4().hex[:24]}" for c in reply.calls]
+
+
+def _after_text(events: _EventStream, reply: Reply) -> None:
+    """The faults a reply may end in once its text is out."""
+    if reply.hang_after_text:
+        events.hang()
+    if reply.reset_after_text:
+        events.reset()
+    if reply.garbled_after_text is not None:
+        events.raw(reply.garbled_after_text)
+        events.end()
+        raise _Stopping
 
 
 def _openai_completion(reply: Reply, body: dict[str, Any], model: str) -> dict[str, Any]:
@@ -502,8 +554,7 @@ def _openai_stream(events: _EventStream, reply: Reply, body: dict[str, Any], mod
     chunk({"role": "assistant", "content": "", "refusal": None})
     for piece in _pieces(reply.text, reply.chunk_size):
         chunk({"content": piece})
-    if reply.hang_after_text:
-        events.hang()
+    _after_text(events, reply)
     if reply.stream_error is not None:
         events.send({"error": reply.stream_error})
         return
@@ -577,7 +628,13 @@ def _anthropic_stream(events: _EventStream, reply: Reply, body: dict[str, Any], 
     events.send({"type": "message_start", "message": message})
     events.send({"type": "ping"})
     blocks: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
-    if reply.text or reply.hang_after_text or reply.stream_error is not None:
+    if (
+        reply.text
+        or reply.hang_after_text
+        or reply.stream_error is not None
+        or reply.reset_after_text
+        or reply.garbled_after_text is not None
+    ):
         pieces = _pieces(reply.text, reply.chunk_size)
         text_deltas = [{"type": "text_delta", "text": piece} for piece in pieces]
         blocks.append(({"type": "text", "text": ""}, text_deltas))
@@ -592,8 +649,8 @@ def _anthropic_stream(events: _EventStream, reply: Reply, body: dict[str, Any], 
         events.send({"type": "content_block_start", "index": index, "content_block": block})
         for delta in deltas:
             events.send({"type": "content_block_delta", "index": index, "delta": delta})
-        if block["type"] == "text" and reply.hang_after_text:
-            events.hang()
+        if block["type"] == "text":
+            _after_text(events, reply)
         if block["type"] == "text" and reply.stream_error is not None:
             events.send({"type": "error", "error": reply.stream_error})
             return

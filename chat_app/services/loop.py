@@ -297,6 +297,11 @@ async def round_run(turn_id: int, supervisor: RoundSupervisor) -> None:
 
 def round_complete(plan: RoundPlan, text: str, outcome: ModelReply | BaseException) -> None:
     turn = Turn.objects.get(pk=plan.turn_id)
+    if not turn.is_running:
+        # The reaper ended it meanwhile (this runner looked dead: a long pause, a lost
+        # database connection); what it told the person stands.
+        logger.warning("turn %s ended while its reply streamed; dropping the reply", turn.pk)
+        return
     if isinstance(outcome, Stopped):
         if outcome.reason == "shutdown":
             _close_message(plan, text, state=Message.State.ERROR)
@@ -373,7 +378,11 @@ def _bind_and_dispatch(plan: RoundPlan, requests: list[CallRequest]) -> None:
         per_conversation=plan.agent.max_calls_per_conversation,
     )
     with transaction.atomic():
-        Turn.objects.filter(pk=plan.turn_id).update(phase=Turn.Phase.TOOLS, round=F("round") + 1)
+        moved = Turn.objects.filter(
+            pk=plan.turn_id, status=Turn.Status.RUNNING, phase=Turn.Phase.STREAMING
+        ).update(phase=Turn.Phase.TOOLS, round=F("round") + 1)
+        if not moved:  # ended meanwhile (Stop, the reaper): run nothing it asked for
+            return
         calls = []
         for request in requests:
             call = toolcall_bind(
@@ -393,7 +402,7 @@ def _bind_and_dispatch(plan: RoundPlan, requests: list[CallRequest]) -> None:
 
 
 def _close_message(plan: RoundPlan, text: str, *, state: str) -> None:
-    Message.objects.filter(pk=plan.message_id).update(
+    if Message.objects.filter(pk=plan.message_id, state=Message.State.STREAMING).update(
         content=text, state=state, note="", version=F("version") + 1
-    )
-    message_publish(Message.objects.get(pk=plan.message_id))
+    ):
+        message_publish(Message.objects.get(pk=plan.message_id))

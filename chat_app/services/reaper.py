@@ -81,6 +81,14 @@ _UNFINISHED = [s for s in ToolCall.Status.values if s not in ToolCall.TERMINAL]
 
 
 def _end_streaming(turn: Turn) -> bool:
+    # The partial reply first (what was stored of it stays), then the turn: the page sees the
+    # reply marked before Send comes back. A runner that was only slow, not dead, finds both
+    # closed when it finishes and leaves them alone (see loop.round_complete).
+    streaming = Message.objects.filter(turn=turn, state=Message.State.STREAMING)
+    ids = list(streaming.values_list("pk", flat=True))
+    streaming.update(state=Message.State.ERROR, note="", version=F("version") + 1)
+    for message in Message.objects.filter(pk__in=ids):
+        message_publish(message)
     if not turn_finish(
         turn,
         status=Turn.Status.FAILED,
@@ -89,9 +97,4 @@ def _end_streaming(turn: Turn) -> bool:
     ):
         return False
     logger.warning("turn %s: its agent runner %s stopped responding", turn.pk, turn.runner)
-    streaming = Message.objects.filter(turn=turn, state=Message.State.STREAMING)
-    ids = list(streaming.values_list("pk", flat=True))
-    streaming.update(state=Message.State.ERROR, note="", version=F("version") + 1)
-    for message in Message.objects.filter(pk__in=ids):
-        message_publish(message)
     return True

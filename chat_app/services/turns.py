@@ -19,6 +19,7 @@ from chat_app.events import conversation_publish, message_publish, turn_publish
 from chat_app.models import Conversation, Message, Turn
 from chat_app.services.agents import agent_for_conversation
 from chat_app.services.slash import slash_run
+from controlcenter.celery import app as celery_app
 from tools_app.models import ToolCall
 from tools_app.services.execution import toolcall_cancel
 
@@ -35,9 +36,12 @@ AGENT_ROUND_TASK = "chat_app.tasks.agent_round"
 def round_send(turn_id: int) -> None:
     """Put a round on the ``agent`` queue (Celery's message, sent by name: the agent runner
     consumes it, and so would a plain Celery worker told to)."""
-    from controlcenter.celery import app
-
-    app.send_task(AGENT_ROUND_TASK, (turn_id,), queue="agent")
+    try:
+        celery_app.send_task(AGENT_ROUND_TASK, (turn_id,), queue="agent")
+    except Exception as exc:  # the reaper queues it again once the broker is back
+        logger.warning(
+            "turn %s: the broker is unreachable (%s); the round stays queued", turn_id, exc
+        )
 
 
 def _queue_round(turn_id: int) -> None:

@@ -19,6 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 from pydantic import ValidationError
 
+from controlcenter.celery import app as celery_app
 from tools_app import selectors
 from tools_app.errors import PolicyDenied, ToolError
 from tools_app.models import ToolCall
@@ -29,6 +30,7 @@ from tools_app.services.audit import audit_call
 logger = logging.getLogger(__name__)
 
 REASONING_FIELD = "_reasoningForCall"
+RUN_TOOL_CALL_TASK = "tools_app.tasks.run_tool_call"  # sent by name: tasks import execution
 
 
 @dataclass(frozen=True)
@@ -260,7 +262,13 @@ def toolcall_bind(
 
 def toolcall_dispatch(call: ToolCall) -> None:
     """Queue a bound call on its Celery queue once the surrounding transaction commits."""
-    from tools_app.tasks import run_tool_call
+    transaction.on_commit(lambda: toolcall_send(call.pk, call.queue or "tools"))
 
-    queue = call.queue or "tools"
-    transaction.on_commit(lambda: run_tool_call.apply_async((call.pk,), queue=queue))
+
+def toolcall_send(call_id: int, queue: str) -> None:
+    """Send the call's message. If the broker is down (a Redis restart), the call stays
+    queued and the maintenance pass sends it again once the broker is back."""
+    try:
+        celery_app.send_task(RUN_TOOL_CALL_TASK, (call_id,), queue=queue)
+    except Exception as exc:
+        logger.warning("tool call %s stays queued: the broker is unreachable (%s)", call_id, exc)

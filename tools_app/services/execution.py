@@ -26,6 +26,7 @@ from tools_app.models import ToolCall
 from tools_app.registry import activity_name, get_tool, resolve_activity
 from tools_app.runtime import ActivityContext
 from tools_app.services.audit import audit_call
+from tools_app.services.binding import toolcall_send
 from tools_app.signals import toolcall_finished
 
 logger = logging.getLogger(__name__)
@@ -293,8 +294,6 @@ def toolcall_redeliver_queued() -> int:
     """Queue again the calls that have waited a heartbeat timeout without a worker taking
     them: their message may have been lost (a Redis restart keeps nothing). Claiming a call
     is a conditional UPDATE, so a call queued twice still runs once."""
-    from tools_app.tasks import run_tool_call
-
     now = timezone.now()
     limit = now - timedelta(seconds=django_settings.TOOL_HEARTBEAT_TIMEOUT)
     stale = ToolCall.objects.filter(status=ToolCall.Status.QUEUED).filter(
@@ -305,6 +304,6 @@ def toolcall_redeliver_queued() -> int:
         if ToolCall.objects.filter(pk=call_id, status=ToolCall.Status.QUEUED).update(
             heartbeat_at=now
         ):
-            run_tool_call.apply_async((call_id,), queue=queue or "tools")
+            toolcall_send(call_id, queue or "tools")
             sent += 1
     return sent
