@@ -23,13 +23,16 @@ def _forget_inherited_connections() -> None:
         from django.db import connections
     except Exception:  # Django not set up in this process: nothing inherited
         return
+    pools: dict[str, Any] = {}
     try:
         from django.db.backends.postgresql.base import DatabaseWrapper
-    except Exception:
-        DatabaseWrapper = None  # noqa: N806 - psycopg missing: no pools either
-    if DatabaseWrapper is not None and DatabaseWrapper._connection_pools:
-        _inherited.append(dict(DatabaseWrapper._connection_pools))
-        DatabaseWrapper._connection_pools.clear()
+
+        pools = getattr(DatabaseWrapper, "_connection_pools", {})
+    except Exception:  # psycopg missing: no pools either
+        pass
+    if pools:
+        _inherited.append(dict(pools))
+        pools.clear()
     for conn in connections.all(initialized_only=True):
         if conn.connection is not None:
             _inherited.append(conn.connection)
