@@ -10,6 +10,7 @@ its own on first use.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from typing import Any
@@ -24,12 +25,10 @@ def _forget_inherited_connections() -> None:
     except Exception:  # Django not set up in this process: nothing inherited
         return
     pools: dict[str, Any] = {}
-    try:
+    with contextlib.suppress(Exception):  # psycopg missing: no pools either
         from django.db.backends.postgresql.base import DatabaseWrapper
 
         pools = getattr(DatabaseWrapper, "_connection_pools", {})
-    except Exception:  # psycopg missing: no pools either
-        pass
     if pools:
         _inherited.append(dict(pools))
         pools.clear()
