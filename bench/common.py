@@ -76,7 +76,7 @@ def child_env(mode: str) -> dict[str, str]:
     return env
 
 
-def start_worker(mode: str, queues: str = "agent,tools,browser") -> subprocess.Popen[bytes]:
+def start_worker(mode: str, queues: str = "tools,browser") -> subprocess.Popen[bytes]:
     from controlcenter.celery import app
 
     proc = subprocess.Popen(

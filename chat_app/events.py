@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.template.loader import render_to_string
 
 from chat_app.models import Conversation, Message, Turn
 from controlcenter.events import apublish, conversation_group, publish
 
 
-def message_event(message: Message) -> dict[str, object]:
-    calls = list(message.tool_calls.all()) if message.pk else []
+def message_event(message: Message, calls: list[Any] | None = None) -> dict[str, object]:
+    """``calls``: the message's tool calls when the caller knows them (none yet, for a new or
+    a closing reply), saving the query."""
+    if calls is None:
+        calls = list(message.tool_calls.all()) if message.pk else []
     return {
         "type": "message",
         "id": message.pk,
@@ -20,8 +25,8 @@ def message_event(message: Message) -> dict[str, object]:
     }
 
 
-def message_publish(message: Message) -> None:
-    publish([conversation_group(message.conversation_id)], message_event(message))
+def message_publish(message: Message, *, calls: list[Any] | None = None) -> None:
+    publish([conversation_group(message.conversation_id)], message_event(message, calls))
 
 
 def conversation_publish(conversation: Conversation) -> None:

@@ -103,6 +103,9 @@ _sqlite_options = {
     "timeout": 30,
     "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
 }
+# Django's SQLite backend, with this process's writers queued on a lock instead of sleeping
+# in SQLite's busy handler (see controlcenter/db/sqlite3/base.py).
+SQLITE_ENGINE = "controlcenter.db.sqlite3"
 _database_url = envstr("DATABASE_URL")
 DB_POOL_MAX_SIZE = envint("DB_POOL_MAX_SIZE", 10, minimum=1)
 if _database_url:
@@ -111,6 +114,7 @@ if _database_url:
     except ValueError as exc:
         raise ImproperlyConfigured(f"DATABASE_URL is not a valid database URL: {exc}") from exc
     if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+        DATABASES["default"]["ENGINE"] = SQLITE_ENGINE
         DATABASES["default"]["OPTIONS"] = dict(_sqlite_options)
     elif DATABASES["default"]["ENGINE"].endswith("postgresql") and envbool("DB_POOL", True):
         # One pool per process (psycopg_pool through Django): a connection is borrowed for a
@@ -129,7 +133,7 @@ if _database_url:
 else:
     DATABASES = {
         "default": {
-            "ENGINE": "django.db.backends.sqlite3",
+            "ENGINE": SQLITE_ENGINE,
             "NAME": str(VAR_DIR / "db.sqlite3"),
             "OPTIONS": dict(_sqlite_options),
             # Opening a SQLite connection is cheap but not free (the WAL pragmas run each

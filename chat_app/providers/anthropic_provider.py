@@ -25,6 +25,7 @@ from chat_app.providers.base import (
     ToolCallRequest,
     ToolCallStarted,
     ToolSpec,
+    as_prebuilt_body,
     connection_error,
     error_body_text,
     incomplete_stream_error,
@@ -143,7 +144,9 @@ class AnthropicProvider(LLMProvider):
         assembler = _EventAssembler()
         try:
             async with self._session() as client:
-                events = await client.messages.create(**request)
+                events = await client.messages.create(
+                    **as_prebuilt_body(request, ("model", "max_tokens", "stream"))
+                )
                 async with events:
                     async for event in events:
                         try:

@@ -30,6 +30,7 @@ from chat_app.providers.base import (
     ToolCallRequest,
     ToolCallStarted,
     ToolSpec,
+    as_prebuilt_body,
     connection_error,
     error_body_text,
     incomplete_stream_error,
@@ -85,7 +86,9 @@ class OpenAIProvider(LLMProvider):
         assembler = _ChunkAssembler()
         try:
             async with self._session() as client:
-                chunks = await client.chat.completions.create(**request)
+                chunks = await client.chat.completions.create(
+                    **as_prebuilt_body(request, ("model", "stream"))
+                )
                 async with chunks:
                     async for chunk in chunks:
                         try:

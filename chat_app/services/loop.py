@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,22 +103,35 @@ class RoundPlan:
     specs: list[ToolSpec] | None = None
 
 
+# A tool's schema depends only on its class: generating it (pydantic's JSON Schema plus the
+# strict-mode rewrite) took half the CPU of a round when it was redone for every request.
+# Keyed weakly by class, so a tool group rebuilt at run time gets fresh entries.
+_SPECS: weakref.WeakKeyDictionary[type[BaseTool], dict[tuple[bool, bool], ToolSpec]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 def tool_specs(tools: list[type[BaseTool]], *, strict: bool) -> list[ToolSpec]:
     with_reasoning = selectors.tools_with_reasoning()
-    specs = []
-    for tool in tools:
+    return [_tool_spec(tool, strict, tool.tool_name in with_reasoning) for tool in tools]
+
+
+def _tool_spec(tool: type[BaseTool], strict: bool, reasoning: bool) -> ToolSpec:
+    cached = _SPECS.setdefault(tool, {})
+    spec = cached.get((strict, reasoning))
+    if spec is None:
         schema = tool.openai_schema(strict=strict)["function"]
-        if tool.tool_name in with_reasoning:
-            schema["parameters"] = with_reasoning_field(schema["parameters"])
-        specs.append(
-            ToolSpec(
-                name=tool.tool_name,
-                description=schema["description"],
-                parameters=schema["parameters"],
-                strict=schema.get("strict", False),
-            )
+        parameters = schema["parameters"]
+        if reasoning:
+            parameters = with_reasoning_field(parameters)
+        spec = ToolSpec(
+            name=tool.tool_name,
+            description=schema["description"],
+            parameters=parameters,
+            strict=schema.get("strict", False),
         )
-    return specs
+        cached[(strict, reasoning)] = spec
+    return spec
 
 
 def with_reasoning_field(parameters: dict[str, Any]) -> dict[str, Any]:
@@ -174,7 +188,7 @@ def round_prepare(
         state=Message.State.STREAMING,
         fallback=not native,
     )
-    message_publish(message)
+    message_publish(message, calls=[])
     plan = RoundPlan(
         turn_id=turn.pk,
         conversation_id=turn.conversation_id,
@@ -220,7 +234,7 @@ def round_announce_retry(plan: RoundPlan, notice: RetryNotice) -> None:
     Message.objects.filter(pk=plan.message_id).update(
         content="", note=notice.text()[:500], version=F("version") + 1
     )
-    message_publish(Message.objects.get(pk=plan.message_id))
+    message_publish(Message.objects.get(pk=plan.message_id), calls=[])
 
 
 # --- 2. stream (the event loop) ------------------------------------------------------------
@@ -405,4 +419,4 @@ def _close_message(plan: RoundPlan, text: str, *, state: str) -> None:
     if Message.objects.filter(pk=plan.message_id, state=Message.State.STREAMING).update(
         content=text, state=state, note="", version=F("version") + 1
     ):
-        message_publish(Message.objects.get(pk=plan.message_id))
+        message_publish(Message.objects.get(pk=plan.message_id), calls=[])  # none bound yet

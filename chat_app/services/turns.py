@@ -83,7 +83,7 @@ def turn_start(*, conversation: Conversation, user_id: int, text: str) -> Turn |
         )
         titled = conversation_touch(conversation, first_text=text)
         _queue_round(turn.pk)
-    message_publish(message)
+    message_publish(message, calls=[])
     if titled:
         conversation_publish(conversation)
     turn_publish(turn)
@@ -126,7 +126,7 @@ def turn_finish(turn: Turn, *, status: str, error: str = "", notice: str = "") -
             )
     turn.refresh_from_db()
     if message is not None:
-        message_publish(message)
+        message_publish(message, calls=[])
     turn_publish(turn)
     return True
 
