@@ -8,7 +8,7 @@ TEST_REDIS_URL ?= redis://127.0.0.1:6379/13
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/controlcenter
 PYTEST_ARGS ?=
 
-.PHONY: run setup test test-embedded test-distributed bench sandbox-image lint typecheck worker clean
+.PHONY: run setup test test-embedded test-distributed bench sandbox-image lint typecheck worker runner clean
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -38,12 +38,18 @@ test-distributed: $(BIN)/.installed
 	CC_VAR_DIR=var/test-distributed REDIS_URL=$(TEST_REDIS_URL) DB_POOL=false \
 		DATABASE_URL=$(TEST_DATABASE_URL) $(BIN)/python -m pytest $(PYTEST_ARGS)
 
-## a distributed-mode worker (web: REDIS_URL=... make run)
+## distributed mode (REDIS_URL=... for each): the web process is `make run`; add these
+## a tool worker
 worker: $(BIN)/.installed
-	$(BIN)/celery -A controlcenter worker -Q agent,tools,browser -l INFO
+	$(BIN)/celery -A controlcenter worker -Q tools,browser --pool threads -c 16 -l INFO
 
-## benchmarks → bench/results/latest.json
+## an agent runner (model rounds on one asyncio loop)
+runner: $(BIN)/.installed
+	$(BIN)/python manage.py agent_runner
+
+## benchmarks → bench/results/latest.json (and docs/concurrency.png)
 bench: $(BIN)/.installed
+	$(BIN)/pip install -q -e '.[dev,bench]'
 	$(BIN)/python -m bench
 
 ## the sandbox image, built without a registry (debootstrap + docker import)

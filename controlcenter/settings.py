@@ -9,6 +9,7 @@ separate worker processes, ``DATABASE_URL`` for Postgres).
 from __future__ import annotations
 
 import contextlib
+import os
 import secrets
 from pathlib import Path
 
@@ -26,14 +27,33 @@ with contextlib.suppress(OSError):
     VAR_DIR.chmod(VAR_DIR.stat().st_mode | 0o111)
 
 
+_PLACEHOLDER_KEYS = {"change-me-in-production", "change-me", "changeme", "secret", "insecure"}
+
+
 def _secret_key() -> str:
+    """SECRET_KEY from the environment, else one generated once into ``var/secret_key``.
+
+    Processes that share ``var/`` (docker-compose's ``state`` volume) share the key: the
+    first one to start creates the file atomically, the others read it."""
     key = envstr("SECRET_KEY")
     if key:
+        if key.lower() in _PLACEHOLDER_KEYS or key.lower().startswith("django-insecure"):
+            raise ImproperlyConfigured(
+                f"SECRET_KEY={key!r} is a placeholder; set a long random value, or leave it "
+                "empty to have one generated into var/secret_key"
+            )
         return key
     key_file = VAR_DIR / "secret_key"
     if not key_file.exists():
-        key_file.write_text(secrets.token_urlsafe(50))
-        key_file.chmod(0o600)
+        fresh = VAR_DIR / f".secret_key.{os.getpid()}"
+        fresh.write_text(secrets.token_urlsafe(50))
+        fresh.chmod(0o600)
+        try:
+            os.link(fresh, key_file)  # atomic: exactly one process's key wins
+        except FileExistsError:
+            pass
+        finally:
+            fresh.unlink()
     return key_file.read_text().strip()
 
 

@@ -179,6 +179,18 @@ class Stack:
             app.close()
         return any(self.worker_name in key for reply in replies for key in reply)
 
+    def manage(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """A ``manage.py`` command against this stack, as an operator would run it."""
+        return subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=child_env(REDIS_URL=self.redis.url, **self.env),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
     @staticmethod
     def kill(proc: subprocess.Popen[bytes] | None) -> None:
         """SIGKILL the process and everything it started: a crash, not a shutdown."""

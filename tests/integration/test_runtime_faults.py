@@ -44,6 +44,9 @@ async def ask(socket: ChatSocket, text: str) -> list[dict[str, Any]]:
 async def test_a_killed_runner_ends_its_turn_clearly_and_the_next_message_works(
     stack, conversation, user, llm, provider
 ):
+    check = stack.manage("agent_runner", "--check", "--name", stack.runner_name)
+    assert check.returncode == 0, check.stderr  # what the container health check runs
+    assert stack.manage("agent_runner", "--check", "--name", "nobody").returncode == 1
     llm.script(Reply(text="Let me think about that for a long", hang_after_text=True))
     socket = ChatSocket(stack, conversation.pk, user)
     await socket.connect()

@@ -15,13 +15,22 @@ class Command(BaseCommand):
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--name", default="", help="Shown in /healthz and on turns.")
         parser.add_argument(
+            "--check",
+            action="store_true",
+            help="Health check: exit 0 if a runner on this host announced itself in the last "
+            "few seconds, 1 otherwise (for container health checks).",
+        )
+        parser.add_argument(
             "--capacity",
             type=int,
             default=0,
             help="Rounds in flight at once (default AGENT_RUNNER_CAPACITY).",
         )
 
-    def handle(self, *args: Any, name: str, capacity: int, **options: Any) -> None:
+    def handle(self, *args: Any, name: str, capacity: int, check: bool, **options: Any) -> None:
+        if check:
+            self._check(name)
+            return
         if settings.MODE != "distributed":
             raise CommandError(
                 "the agent runner runs as its own process only in distributed mode (set "
@@ -33,3 +42,19 @@ class Command(BaseCommand):
         self.stdout.write(f"agent runner {runner.name} (capacity {runner.capacity})")
         self.stdout.flush()
         runner.run_forever()
+
+    def _check(self, name: str) -> None:
+        import socket
+        import sys
+
+        if settings.MODE != "distributed":
+            raise CommandError("--check looks for runners in Redis: distributed mode only")
+        from chat_app.runner import runners_alive
+
+        prefix = name or f"agent@{socket.gethostname()}:"
+        alive = [r for r in runners_alive() if r["name"].startswith(prefix)]
+        if not alive:
+            self.stderr.write(f"no agent runner {prefix}* announced itself recently")
+            sys.exit(1)
+        for runner in alive:
+            self.stdout.write(f"{runner['name']}: {runner['in_flight']} of {runner['capacity']}")
