@@ -19,7 +19,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Coroutine
-from concurrent.futures import Executor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any, ParamSpec, TypeVar
 
 from django.db import close_old_connections
@@ -123,10 +123,13 @@ def _in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         close_old_connections()
 
 
-def sync_live_rounds(turn_ids: list[int], *, heartbeat: bool, texts: dict[int, str]) -> list[int]:
-    """One pass for all live rounds: heartbeat, partial text, and which were stopped."""
-    if heartbeat:
-        Turn.objects.filter(pk__in=turn_ids, status=Turn.Status.RUNNING).update(
+def sync_live_rounds(
+    turn_ids: list[int], *, heartbeat: bool, texts: dict[int, str], waiting: list[int]
+) -> list[int]:
+    """One pass for all live rounds: heartbeats (of the waiting ones too), partial text, and
+    which were stopped."""
+    if heartbeat and (turn_ids or waiting):
+        Turn.objects.filter(pk__in=[*turn_ids, *waiting], status=Turn.Status.RUNNING).update(
             heartbeat_at=timezone.now()
         )
     if texts:
@@ -137,6 +140,8 @@ def sync_live_rounds(turn_ids: list[int], *, heartbeat: bool, texts: dict[int, s
         Message.objects.filter(pk__in=list(texts), state=Message.State.STREAMING).update(
             content=Case(*whens, default=F("content"))
         )
+    if not turn_ids:
+        return []
     return list(
         Turn.objects.filter(pk__in=turn_ids)
         .filter(cancel_requested=True)
@@ -150,8 +155,15 @@ class RoundSupervisor:
     def __init__(self, *, name: str, executor: Executor | None = None) -> None:
         self.name = name
         self.executor = executor
+        # The chores get a thread of their own: queued behind a backlog of round work, a
+        # heartbeat would arrive late and the reaper would take a busy runner for a dead one.
+        self._chores = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agent-chores")
         self.clients = ClientCache()
         self.rounds: dict[int, LiveRound] = {}
+        # Turns this loop took off the queue but has not claimed yet (their claim waits for a
+        # database thread): they get heartbeats too, so the reaper does not think their
+        # message was lost when the runner is merely busy.
+        self.waiting: set[int] = set()
         self._task: asyncio.Task[None] | None = None
         self._last_beat = 0.0
         self._last_persist = 0.0
@@ -163,12 +175,19 @@ class RoundSupervisor:
             self.executor, functools.partial(_in_thread, fn, *args, **kwargs)
         )
 
+    def accept(self, turn_id: int) -> None:
+        self.waiting.add(turn_id)
+        self._ensure_watch()
+
     def track(self, *, turn_id: int, conversation_id: int, message_id: int) -> LiveRound:
         live = LiveRound(turn_id=turn_id, conversation_id=conversation_id, message_id=message_id)
         self.rounds[turn_id] = live
+        self._ensure_watch()
+        return live
+
+    def _ensure_watch(self) -> None:
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._watch())
-        return live
 
     def untrack(self, live: LiveRound) -> None:
         if self.rounds.get(live.turn_id) is live:
@@ -184,9 +203,10 @@ class RoundSupervisor:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         await self.clients.aclose()
+        self._chores.shutdown(wait=False)
 
     async def _watch(self) -> None:
-        while self.rounds:
+        while self.rounds or self.waiting:
             await asyncio.sleep(POLL_SECONDS)
             try:
                 await self.poll()
@@ -194,7 +214,7 @@ class RoundSupervisor:
                 logger.warning("live-round poll failed", exc_info=True)
 
     async def poll(self) -> None:
-        if not self.rounds:
+        if not self.rounds and not self.waiting:
             return
         now = time.monotonic()
         heartbeat = now - self._last_beat >= HEARTBEAT_SECONDS
@@ -209,9 +229,15 @@ class RoundSupervisor:
         snapshot = {pk: len(text) for pk, text in texts.items()}
         if heartbeat:
             self._last_beat = now
-        stopped = await self.db(
-            sync_live_rounds, list(self.rounds), heartbeat=heartbeat, texts=texts
+        chore = functools.partial(
+            _in_thread,
+            sync_live_rounds,
+            list(self.rounds),
+            heartbeat=heartbeat,
+            texts=texts,
+            waiting=list(self.waiting) if heartbeat else [],
         )
+        stopped = await asyncio.get_running_loop().run_in_executor(self._chores, chore)
         for live in self.rounds.values():
             if live.message_id in snapshot:
                 live.persisted = max(live.persisted, snapshot[live.message_id])
