@@ -26,19 +26,22 @@ class ConversationConsumer(SafeJsonConsumer):
         if user is None or not user.is_authenticated:
             await self.close(code=4401)
             return
-        snapshot = await db(selectors.conversation_snapshot_for)(
+        visible = await db(selectors.conversation_visible_to)(
             user=user, conversation_id=self.conversation_id
         )
-        if snapshot is None:  # not theirs, or gone: same answer, no hint which
+        if not visible:  # not theirs, or gone: same answer, no hint which
             await self.close(code=4403)
             return
         self.group = conversation_group(self.conversation_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
-        # Re-read after joining the group: nothing published in between can be missed.
+        # Read after joining the group: nothing published in between can be missed.
         snapshot = await db(selectors.conversation_snapshot_for)(
             user=user, conversation_id=self.conversation_id
         )
+        if snapshot is None:  # deleted in between
+            await self.close(code=4403)
+            return
         await self.send_json(snapshot)
 
     async def disconnect(self, code: int) -> None:

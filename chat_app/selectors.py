@@ -40,6 +40,14 @@ def running_turn(conversation: Conversation) -> Turn | None:
     return conversation.turns.filter(status=Turn.Status.RUNNING).order_by("-id").first()
 
 
+def conversation_visible_to(*, user: Any, conversation_id: int) -> bool:
+    """The access check of a (re)connecting page, without rendering anything."""
+    conversations = (
+        Conversation.objects.all() if getattr(user, "is_staff", False) else conversations_for(user)
+    )
+    return conversations.filter(pk=conversation_id).exists()
+
+
 def conversation_snapshot_for(*, user: Any, conversation_id: int) -> dict[str, Any] | None:
     conversation = conversation_for_viewer(user, conversation_id)
     if conversation is None:

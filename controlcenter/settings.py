@@ -190,6 +190,9 @@ if MODE == "distributed":
                         "socket_connect_timeout": 5.0,
                         "socket_keepalive": True,
                         "health_check_interval": 30,
+                        # Hundreds of sockets join their groups at once after a restart; the
+                        # pool's default of 100 answered the rest with "Too many connections".
+                        "max_connections": envint("CHANNELS_REDIS_MAX_CONNECTIONS", 1000),
                     }
                 ],
                 "capacity": 2000,
@@ -266,6 +269,7 @@ CHAT_MAX_MESSAGE_BYTES = envint("CHAT_MAX_MESSAGE_BYTES", 256 * 1024, minimum=10
 # Frames above this are cut off by the websocket protocol itself (close code 1009); between
 # the two limits the consumer answers with an error and the socket stays open.
 WEBSOCKET_MAX_FRAME_BYTES = max(16 * 1024 * 1024, 4 * CHAT_MAX_MESSAGE_BYTES)
+WEB_LISTEN_BACKLOG = envint("WEB_LISTEN_BACKLOG", 1024, minimum=16)
 WORKSPACES_DIR = Path(envstr("WORKSPACES_DIR", str(VAR_DIR / "workspaces"))).resolve()
 MEDIA_DIR = VAR_DIR / "media"
 # A running tool call writes a heartbeat; a call whose heartbeat is older than this is

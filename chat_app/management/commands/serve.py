@@ -40,11 +40,18 @@ class Command(BaseCommand):
             f"Control Center ({settings.MODE} mode) on http://{host}:{port}/", ending="\n"
         )
         self.stdout.flush()
+        # A deep listen queue and a patient handshake: after a restart every open page
+        # reconnects at once, and hundreds of sockets must not be refused for arriving together.
+        endpoints = [
+            f"{e}:backlog={settings.WEB_LISTEN_BACKLOG}"
+            for e in build_endpoint_description_strings(host=host, port=port)
+        ]
         Server(
             application=get_default_application(),
-            endpoints=build_endpoint_description_strings(host=host, port=port),
+            endpoints=endpoints,
             verbosity=0,
             application_close_timeout=5,
+            websocket_handshake_timeout=30,
             websocket_max_message_size=settings.WEBSOCKET_MAX_FRAME_BYTES,
             websocket_max_frame_size=settings.WEBSOCKET_MAX_FRAME_BYTES,
         ).run()
