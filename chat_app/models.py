@@ -207,3 +207,21 @@ class Agent(models.Model):
     def allowed_tools(self) -> list[str] | None:
         """None means every enabled tool."""
         return None if self.all_tools else list(self.tools)
+
+
+class RunnerBeat(models.Model):
+    """A live agent runner, as it last reported itself (every couple of seconds, from a thread
+    that first checks the runner's event loop answers). Turns name the runner that streams
+    them; a turn whose runner stopped reporting is ended by the reaper."""
+
+    name = models.CharField(max_length=200, unique=True)
+    beat_at = models.DateTimeField()
+    started_at = models.DateTimeField(auto_now_add=True)
+    in_flight = models.PositiveIntegerField(default=0)
+    capacity = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name

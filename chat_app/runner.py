@@ -8,10 +8,11 @@ full runner leaves messages on the queue for another runner. Model I/O is a coro
 short database work of a round runs on a small thread pool (``db_threads``).
 
 Embedded mode starts one runner in a thread of the web process (``controlcenter.embedded``);
-distributed mode runs ``manage.py agent_runner`` as its own process (one or more). A runner
-that dies leaves its streaming turns without a heartbeat: the reaper ends them
-(``chat_app.services.reaper``). A message lost with a Redis restart is queued again by the
-reaper too; claiming a turn is a conditional UPDATE, so a round never runs twice.
+distributed mode runs ``manage.py agent_runner`` as its own process (one or more). Every
+runner reports itself alive every few seconds (``services.runner_beats``); the turns of a
+runner that stops reporting are ended by the reaper (``chat_app.services.reaper``). A
+message lost with a Redis restart is queued again by the reaper too; claiming a turn is a
+conditional UPDATE, so a round never runs twice.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from django.conf import settings
+from django.db import close_old_connections
 from kombu import Connection, Message
 from kombu.mixins import ConsumerMixin
 
@@ -35,8 +37,7 @@ from chat_app.services.turns import AGENT_ROUND_TASK
 
 logger = logging.getLogger(__name__)
 
-RUNNER_KEY_PREFIX = "cc:agent-runner:"
-RUNNER_KEY_TTL = 15
+LOOP_ANSWER_SECONDS = 5.0  # a loop that does not run a callback within this is not beating
 
 
 def default_name() -> str:
@@ -107,6 +108,7 @@ class AgentRunner:
         self._loop_thread: threading.Thread | None = None
         self._consumer_thread: threading.Thread | None = None
         self._consumer: _QueueConsumer | None = None
+        self._beat_thread: threading.Thread | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._ready = threading.Event()
 
@@ -122,6 +124,8 @@ class AgentRunner:
             target=self._consume, name="agent-consumer", daemon=True
         )
         self._consumer_thread.start()
+        self._beat_thread = threading.Thread(target=self._beat, name="agent-beat", daemon=True)
+        self._beat_thread.start()
         logger.info("agent runner %s started (capacity %d)", self.name, self.capacity)
 
     @property
@@ -152,6 +156,12 @@ class AgentRunner:
         loop.call_soon_threadsafe(loop.stop)
         if self._loop_thread is not None:
             self._loop_thread.join(timeout=10)
+        from chat_app.services.runner_beats import runner_gone
+
+        try:
+            runner_gone(name=self.name)
+        finally:
+            close_old_connections()
 
     def run_forever(self) -> None:
         """The ``agent_runner`` command: run until SIGTERM/SIGINT."""
@@ -164,9 +174,7 @@ class AgentRunner:
         from controlcenter.maintenance import start_maintenance_thread
 
         start_maintenance_thread()
-        self._announce()
         while not stop.wait(5):
-            self._announce()
             if not self.alive:
                 logger.error("agent runner %s: a thread died; exiting", self.name)
                 break
@@ -242,34 +250,28 @@ class AgentRunner:
                 if not self._stopping.is_set():
                     logger.exception("agent runner: the queue consumer stopped")
 
-    def _announce(self) -> None:
-        """Distributed mode: tell /healthz (any web process) this runner is alive."""
-        if settings.MODE != "distributed":
-            return
-        try:
-            import redis
+    def _beat(self) -> None:
+        """Report this runner alive every few seconds — but only while its event loop still
+        answers: a wedged loop stops beating and its turns are reaped like a dead runner's."""
+        from chat_app.services.runner_beats import BEAT_SECONDS, runner_beat
 
-            client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2)
-            client.set(
-                RUNNER_KEY_PREFIX + self.name,
-                json.dumps({"in_flight": self.in_flight, "capacity": self.capacity}),
-                ex=RUNNER_KEY_TTL,
-            )
-        except Exception as exc:
-            logger.warning("agent runner: could not announce itself (%s)", exc)
-
-
-def runners_alive() -> list[dict[str, Any]]:
-    """Distributed mode: the runners that announced themselves in the last few seconds."""
-    import redis
-
-    client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2)
-    out = []
-    for key in client.scan_iter(match=RUNNER_KEY_PREFIX + "*", count=100):
-        raw = client.get(key)
-        if raw:
-            out.append({"name": key.decode()[len(RUNNER_KEY_PREFIX) :], **json.loads(raw)})
-    return out
+        while not self._stopping.wait(BEAT_SECONDS):
+            loop = self.loop
+            if loop is None or not loop.is_running():
+                continue
+            try:
+                asyncio.run_coroutine_threadsafe(asyncio.sleep(0), loop).result(
+                    timeout=LOOP_ANSWER_SECONDS
+                )
+            except Exception:
+                logger.warning("agent runner %s: its event loop does not answer", self.name)
+                continue
+            try:
+                runner_beat(name=self.name, in_flight=self.in_flight, capacity=self.capacity)
+            except Exception as exc:
+                logger.warning("agent runner %s: could not report itself (%s)", self.name, exc)
+            finally:
+                close_old_connections()
 
 
 def run_round_once(turn_id: int) -> None:

@@ -66,7 +66,7 @@ def _check_agent_runner() -> dict[str, Any]:
         if runner is None:
             return {"ok": False, "kind": "in-process", "error": "not started"}
         return {"ok": runner.alive, "kind": "in-process", "in_flight": runner.in_flight}
-    from chat_app.runner import runners_alive
+    from chat_app.services.runner_beats import runners_alive
 
     try:
         runners = runners_alive()
@@ -75,7 +75,7 @@ def _check_agent_runner() -> dict[str, Any]:
     return {
         "ok": bool(runners),
         "runners": len(runners),
-        "in_flight": sum(r.get("in_flight", 0) for r in runners),
+        "in_flight": sum(r.in_flight for r in runners),
     }
 
 

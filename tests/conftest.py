@@ -91,8 +91,9 @@ def _redis_clean() -> None:
 
 
 def start_agent_runner(log_name: str = "test-runner.log", **env: str) -> subprocess.Popen[bytes]:
-    """Distributed mode: a real ``manage.py agent_runner`` process on the test database."""
-    from chat_app.runner import runners_alive
+    """Distributed mode: a real ``manage.py agent_runner`` process on the test database
+    (needs database access: it waits for the runner's first report)."""
+    from chat_app.services.runner_beats import runners_alive
 
     name = f"test-runner-{uuid.uuid4().hex[:6]}"
     log = open(ROOT / "var" / log_name, "ab")  # noqa: SIM115 - closed by the process's end
@@ -104,9 +105,9 @@ def start_agent_runner(log_name: str = "test-runner.log", **env: str) -> subproc
         stderr=subprocess.STDOUT,
     )
     wait_for(
-        lambda: proc.poll() is not None or any(r["name"] == name for r in runners_alive()),
+        lambda: proc.poll() is not None or any(r.name == name for r in runners_alive()),
         timeout=60,
-        message="the agent runner to announce itself",
+        message="the agent runner to report itself",
     )
     assert proc.poll() is None, f"agent runner exited; see var/{log_name}"
     return proc
@@ -171,7 +172,8 @@ def worker_process(
     if settings.MODE != "distributed":
         yield None
         return
-    procs = [start_celery_worker(), start_agent_runner()]
+    with django_db_blocker.unblock():
+        procs = [start_celery_worker(), start_agent_runner()]
     try:
         yield procs
     finally:

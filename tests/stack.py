@@ -164,10 +164,9 @@ class Stack:
             return False
 
     def _runner_up(self) -> bool:
-        import redis
+        from chat_app.models import RunnerBeat
 
-        client = redis.Redis.from_url(self.redis.url, socket_timeout=1)
-        return bool(client.exists(f"cc:agent-runner:{self.runner_name}"))
+        return RunnerBeat.objects.filter(name=self.runner_name).exists()
 
     def _worker_up(self) -> bool:
         from celery import Celery

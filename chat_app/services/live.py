@@ -2,10 +2,10 @@
 
 ``RoundSupervisor`` keeps the live rounds of one loop (the agent runner's). Every
 ``POLL_SECONDS`` it does, for all of them at once and in one database call: read which turns
-were stopped (Stop reaches a stream within ~0.3 s), write the heartbeat that tells the reaper
-this runner is alive (every ``HEARTBEAT_SECONDS``), and store the text streamed so far (every
+were stopped (Stop reaches a stream within ~0.3 s) and store the text streamed so far (every
 ``PERSIST_SECONDS``, so a reload mid-reply shows it). Polling per round would cost hundreds of
-queries a second with hundreds of rounds; this costs three.
+queries a second with hundreds of rounds; this costs two. (That the runner is alive is told
+once for all its turns, by ``runner_beats``.)
 
 ``LiveRound`` batches a stream's text into ``token`` events: the first token of a batch
 schedules one publish ``TOKEN_FLUSH_SECONDS`` later, so a waiting stream costs no wake-ups.
@@ -24,7 +24,6 @@ from typing import Any, ParamSpec, TypeVar
 
 from django.db import close_old_connections
 from django.db.models import Case, F, TextField, Value, When
-from django.utils import timezone
 
 from chat_app.events import token_publish
 from chat_app.models import Message, Turn
@@ -37,7 +36,6 @@ T = TypeVar("T")
 
 TOKEN_FLUSH_SECONDS = 0.03
 POLL_SECONDS = 0.25
-HEARTBEAT_SECONDS = 2.0
 PERSIST_SECONDS = 0.5
 
 
@@ -123,15 +121,8 @@ def _in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         close_old_connections()
 
 
-def sync_live_rounds(
-    turn_ids: list[int], *, heartbeat: bool, texts: dict[int, str], waiting: list[int]
-) -> list[int]:
-    """One pass for all live rounds: heartbeats (of the waiting ones too), partial text, and
-    which were stopped."""
-    if heartbeat and (turn_ids or waiting):
-        Turn.objects.filter(pk__in=[*turn_ids, *waiting], status=Turn.Status.RUNNING).update(
-            heartbeat_at=timezone.now()
-        )
+def sync_live_rounds(turn_ids: list[int], *, texts: dict[int, str]) -> list[int]:
+    """One pass for all live rounds: store partial text, and tell which were stopped."""
     if texts:
         # Only while streaming: a message closed meanwhile keeps its final text.
         whens = [
@@ -140,8 +131,6 @@ def sync_live_rounds(
         Message.objects.filter(pk__in=list(texts), state=Message.State.STREAMING).update(
             content=Case(*whens, default=F("content"))
         )
-    if not turn_ids:
-        return []
     return list(
         Turn.objects.filter(pk__in=turn_ids)
         .filter(cancel_requested=True)
@@ -155,17 +144,12 @@ class RoundSupervisor:
     def __init__(self, *, name: str, executor: Executor | None = None) -> None:
         self.name = name
         self.executor = executor
-        # The chores get a thread of their own: queued behind a backlog of round work, a
-        # heartbeat would arrive late and the reaper would take a busy runner for a dead one.
+        # The chores get a thread of their own: queued behind a backlog of round work, Stop
+        # would wait behind it too.
         self._chores = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agent-chores")
         self.clients = ClientCache()
         self.rounds: dict[int, LiveRound] = {}
-        # Turns this loop took off the queue but has not claimed yet (their claim waits for a
-        # database thread): they get heartbeats too, so the reaper does not think their
-        # message was lost when the runner is merely busy.
-        self.waiting: set[int] = set()
         self._task: asyncio.Task[None] | None = None
-        self._last_beat = 0.0
         self._last_persist = 0.0
 
     async def db(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
@@ -174,10 +158,6 @@ class RoundSupervisor:
         return await loop.run_in_executor(
             self.executor, functools.partial(_in_thread, fn, *args, **kwargs)
         )
-
-    def accept(self, turn_id: int) -> None:
-        self.waiting.add(turn_id)
-        self._ensure_watch()
 
     def track(self, *, turn_id: int, conversation_id: int, message_id: int) -> LiveRound:
         live = LiveRound(turn_id=turn_id, conversation_id=conversation_id, message_id=message_id)
@@ -206,7 +186,7 @@ class RoundSupervisor:
         self._chores.shutdown(wait=False)
 
     async def _watch(self) -> None:
-        while self.rounds or self.waiting:
+        while self.rounds:
             await asyncio.sleep(POLL_SECONDS)
             try:
                 await self.poll()
@@ -214,10 +194,9 @@ class RoundSupervisor:
                 logger.warning("live-round poll failed", exc_info=True)
 
     async def poll(self) -> None:
-        if not self.rounds and not self.waiting:
+        if not self.rounds:
             return
         now = time.monotonic()
-        heartbeat = now - self._last_beat >= HEARTBEAT_SECONDS
         texts: dict[int, str] = {}
         if now - self._last_persist >= PERSIST_SECONDS:
             self._last_persist = now
@@ -227,15 +206,11 @@ class RoundSupervisor:
                 if len(live.text) > live.persisted
             }
         snapshot = {pk: len(text) for pk, text in texts.items()}
-        if heartbeat:
-            self._last_beat = now
         chore = functools.partial(
             _in_thread,
             sync_live_rounds,
             list(self.rounds),
-            heartbeat=heartbeat,
             texts=texts,
-            waiting=list(self.waiting) if heartbeat else [],
         )
         stopped = await asyncio.get_running_loop().run_in_executor(self._chores, chore)
         for live in self.rounds.values():

@@ -267,7 +267,6 @@ async def _stream_reply(
 
 async def round_run(turn_id: int, supervisor: RoundSupervisor) -> None:
     """The whole round, as the runner schedules it for one message on the ``agent`` queue."""
-    supervisor.accept(turn_id)
     try:
         plan = await supervisor.db(
             round_prepare, turn_id, runner=supervisor.name, clients=supervisor.clients
@@ -276,8 +275,6 @@ async def round_run(turn_id: int, supervisor: RoundSupervisor) -> None:
         logger.exception("turn %s: preparing the round failed", turn_id)
         await supervisor.db(round_crashed, turn_id, exc)
         return
-    finally:
-        supervisor.waiting.discard(turn_id)
     if plan is None:
         return
     live = supervisor.track(

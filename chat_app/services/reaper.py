@@ -4,11 +4,13 @@ Run by every process's maintenance thread (web, agent runner, workers): each ste
 conditional UPDATE, so several processes doing it at once is harmless, and the web process
 notices lost work even when no worker or runner is left.
 
-- ``streaming`` with no heartbeat for ``AGENT_HEARTBEAT_TIMEOUT``: the runner died mid-reply
-  (killed, OOM, machine gone). The partial reply is kept, marked as an error, and the turn
-  fails with a notice saying so; the next message works as usual.
-- ``model`` (queued) for that long: the round's message was lost (Redis restarted) or no
-  runner is running. It is queued again, twice; then the turn fails saying no runner took it.
+- ``streaming`` on a runner that has not reported itself alive for ``AGENT_HEARTBEAT_TIMEOUT``
+  (``runner_beats``): the runner died mid-reply (killed, OOM, machine gone, loop wedged). The
+  partial reply is kept, marked as an error, and the turn fails with a notice saying so; the
+  next message works as usual.
+- ``model`` (queued) for that long: the round's message was lost (Redis restarted), every
+  runner is busy, or none is running. It is queued again; when no runner is alive it fails
+  after two more waits, saying no runner took it.
 - ``tools`` with every call finished: the process finishing the last call died before moving
   the turn on. It moves on now.
 """
@@ -24,6 +26,7 @@ from django.utils import timezone
 
 from chat_app.events import message_publish
 from chat_app.models import Message, Turn
+from chat_app.services.runner_beats import runners_alive, runners_forget_dead
 from chat_app.services.turns import round_send, turn_advance, turn_finish
 from tools_app.models import ToolCall
 
@@ -47,13 +50,17 @@ def turns_reap_lost() -> int:
     timeout = settings.AGENT_HEARTBEAT_TIMEOUT
     now = timezone.now()
     limit = now - timedelta(seconds=timeout)
+    alive = {runner.name for runner in runners_alive()}
     running = Turn.objects.filter(status=Turn.Status.RUNNING)
     acted = 0
-    for turn in running.filter(phase=Turn.Phase.STREAMING, heartbeat_at__lt=limit):
+    # heartbeat_at is when the runner claimed the turn: a turn claimed a moment ago by a
+    # runner that has not reported itself yet is left alone.
+    streaming = running.filter(phase=Turn.Phase.STREAMING, heartbeat_at__lt=limit)
+    for turn in streaming.exclude(runner__in=alive):
         if _end_streaming(turn):
             acted += 1
     for turn in running.filter(phase=Turn.Phase.MODEL, heartbeat_at__lt=limit):
-        if turn.requeued >= MAX_REQUEUES:
+        if not alive and turn.requeued >= MAX_REQUEUES:
             if turn_finish(
                 turn,
                 status=Turn.Status.FAILED,
@@ -61,6 +68,8 @@ def turns_reap_lost() -> int:
                 notice=NO_RUNNER.format(seconds=timeout * (MAX_REQUEUES + 1)),
             ):
                 acted += 1
+        # Queue it again: its message may have been lost (a Redis restart keeps nothing). A
+        # busy runner that still holds the first copy just finds the turn claimed.
         elif Turn.objects.filter(
             pk=turn.pk, phase=Turn.Phase.MODEL, heartbeat_at=turn.heartbeat_at
         ).update(requeued=F("requeued") + 1, heartbeat_at=now):
@@ -74,6 +83,7 @@ def turns_reap_lost() -> int:
     )
     for turn_id in list(stuck):
         turn_advance(turn_id)
+    runners_forget_dead()
     return acted
 
 

@@ -17,8 +17,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--check",
             action="store_true",
-            help="Health check: exit 0 if a runner on this host announced itself in the last "
-            "few seconds, 1 otherwise (for container health checks).",
+            help="Health check: exit 0 if a runner on this host reported itself alive in the "
+            "last AGENT_HEARTBEAT_TIMEOUT seconds, 1 otherwise (for container health checks).",
         )
         parser.add_argument(
             "--capacity",
@@ -47,14 +47,12 @@ class Command(BaseCommand):
         import socket
         import sys
 
-        if settings.MODE != "distributed":
-            raise CommandError("--check looks for runners in Redis: distributed mode only")
-        from chat_app.runner import runners_alive
+        from chat_app.services.runner_beats import runners_alive
 
         prefix = name or f"agent@{socket.gethostname()}:"
-        alive = [r for r in runners_alive() if r["name"].startswith(prefix)]
+        alive = [r for r in runners_alive() if r.name.startswith(prefix)]
         if not alive:
-            self.stderr.write(f"no agent runner {prefix}* announced itself recently")
+            self.stderr.write(f"no agent runner {prefix}* reported itself recently")
             sys.exit(1)
         for runner in alive:
-            self.stdout.write(f"{runner['name']}: {runner['in_flight']} of {runner['capacity']}")
+            self.stdout.write(f"{runner.name}: {runner.in_flight} of {runner.capacity} rounds")

@@ -30,26 +30,26 @@ class DatabaseWrapper(base.DatabaseWrapper):
         _WRITERS.acquire()
         self._holds_writers = True
         try:
-            super()._start_transaction_under_autocommit()
+            super()._start_transaction_under_autocommit()  # type: ignore[misc]  # not in the stubs
         except BaseException:
             self._release_writers()
             raise
 
     def _commit(self) -> Any:
         try:
-            return super()._commit()
+            return super()._commit()  # type: ignore[misc]  # not in the stubs
         finally:
             self._release_writers()
 
     def _rollback(self) -> Any:
         try:
-            return super()._rollback()
+            return super()._rollback()  # type: ignore[misc]  # not in the stubs
         finally:
             self._release_writers()
 
     def _close(self) -> Any:
         try:
-            return super()._close()
+            return super()._close()  # type: ignore[misc]  # not in the stubs
         finally:
             self._release_writers()
 
