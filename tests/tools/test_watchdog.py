@@ -82,10 +82,7 @@ def test_one_thread_watches_every_running_call(conversation: Any) -> None:
 
     calls = [bind(conversation) for _ in range(3)]
     with running(calls, wait_for_release):
-        wait_for(
-            lambda: ToolCall.objects.filter(status="running").count() == 3,
-            message="three calls running",
-        )
+        wait_for(lambda: len(watches()) == 3, message="three calls under watch")
         names = [t.name for t in threading.enumerate()]
         assert names.count("toolcall-watchdog") == 1, names
         assert not [n for n in names if re.fullmatch(r"toolcall-\d+", n)], names

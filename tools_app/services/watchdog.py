@@ -13,9 +13,10 @@ own). Every ``POLL_SECONDS`` it:
 - writes each call's heartbeat (with its output so far) every ``HEARTBEAT_SECONDS``, so the
   calls of a worker that died are failed by ``toolcall_reap_lost``.
 
-It also sends each call's "running" card as soon as the call starts, beside the activity
-rather than before it. Events of one call leave in order: the running card, its output, then
-(once ``Watch.close`` has returned) whatever the caller publishes, e.g. the finished card.
+``watch_call`` sends the call's "running" card before the activity starts, so the card is on
+its way while the sandbox works and the finished card never waits behind it. Events of one
+call leave in order: the running card, its output, then (once ``Watch.close`` has returned)
+whatever the caller publishes, e.g. the finished card.
 """
 
 from __future__ import annotations
@@ -56,7 +57,6 @@ class Watch:
         # Held while anything is published or written for this call; ``close`` takes it, so
         # nothing is in flight for the call once it returns.
         self._io = threading.Lock()
-        self._announced = False
         self._closed = False
         self._last_beat = time.monotonic()
 
@@ -69,17 +69,11 @@ class Watch:
         or written for the call by the watch."""
         _supervisor.remove(self)
         with self._io:
-            self._announce()  # a call that ended before the watcher got to it: running first
             self._closed = True
             self._flush(publish=False)  # the final card carries the whole output anyway
         return self._output
 
     # -- called by the watcher thread (and by close), with ``_io`` held --------------------
-
-    def _announce(self) -> None:
-        if not self._announced:
-            self._announced = True
-            toolcall_publish(self.call, wait=False)
 
     def _flush(self, *, publish: bool = True) -> None:
         with self._pending_lock:
@@ -100,7 +94,6 @@ class Watch:
         with self._io:
             if self._closed:
                 return
-            self._announce()
             self._flush()
             if now >= self.deadline and not self.ctx.cancel.is_set():
                 self.reason = "timeout"
@@ -141,13 +134,13 @@ class _Supervisor:
                 # The first look at the database one poll after the call starts: calls that
                 # are over by then cost the watch no query at all.
                 self._next_poll = time.monotonic() + POLL_SECONDS
+                self._wake.set()  # from sleeping without a deadline to polling
             self._watches[id(watch)] = watch
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(
                     target=self._run, name="toolcall-watchdog", daemon=True
                 )
                 self._thread.start()
-        self._wake.set()  # send its running card now
 
     def remove(self, watch: Watch) -> None:
         with self._lock:
@@ -182,7 +175,7 @@ class _Supervisor:
         for watch in watches:
             watch._tick(now)
         if now < self._next_poll - POLL_SECONDS / 10:
-            return  # woken early to announce a new call
+            return  # woken early (a first call started): its first poll is still to come
         self._next_poll = now + POLL_SECONDS
         waiting = {w.call.pk: w for w in watches if not w.ctx.cancel.is_set()}
         if waiting:
@@ -198,7 +191,9 @@ os.register_at_fork(after_in_child=_supervisor.reset)
 
 
 def watch_call(call: ToolCall, ctx: ActivityContext, timeout: float) -> Watch:
-    """Start watching a call that is about to run; ``Watch.close`` when it has finished."""
+    """Send the call's running card and start watching it; ``Watch.close`` when it has
+    finished."""
+    toolcall_publish(call, wait=False)
     watch = Watch(call, ctx, timeout)
     _supervisor.add(watch)
     return watch
