@@ -1,9 +1,49 @@
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from django.conf import settings as django_settings
 from django.db import models
+
+
+class ToolConfigVersion(models.Model):
+    """One row whose ``token`` changes on every write to tool configuration (groups and
+    functions), so each process can cache that configuration and check it is still current
+    with one tiny read (see ``tools_app.selectors``). A random token rather than a counter: a
+    rolled-back change must not leave a cache keyed by a number that comes round again."""
+
+    token = models.CharField(max_length=32)
+
+    def __str__(self) -> str:
+        return self.token
+
+    @staticmethod
+    def bump() -> None:
+        """Mark tool configuration changed (in the caller's transaction, if any)."""
+        ToolConfigVersion.objects.bulk_create(
+            [ToolConfigVersion(pk=1, token=uuid.uuid4().hex)],
+            update_conflicts=True,
+            unique_fields=["id"],
+            update_fields=["token"],
+        )
+
+
+class ConfigQuerySet(models.QuerySet[Any]):
+    """Bulk writes bypass ``save()`` and so the signals ``tools_app.apps`` connects (saves and
+    deletes, including ``QuerySet.delete()``); these mark tool configuration changed too."""
+
+    def update(self, **kwargs: Any) -> int:
+        rows = super().update(**kwargs)
+        if rows:
+            ToolConfigVersion.bump()
+        return rows
+
+    def bulk_create(self, objs: Any, *args: Any, **kwargs: Any) -> list[Any]:
+        created = super().bulk_create(objs, *args, **kwargs)
+        if created:
+            ToolConfigVersion.bump()
+        return created
 
 
 class ToolGroupConfig(models.Model):
@@ -20,6 +60,8 @@ class ToolGroupConfig(models.Model):
         on_delete=models.SET_NULL,
         related_name="+",
     )
+
+    objects = ConfigQuerySet.as_manager()
 
     class Meta:
         ordering = ["name"]
@@ -38,6 +80,8 @@ class ToolFunctionConfig(models.Model):
         default=False, help_text="Ask the model to say why it calls this tool (_reasoningForCall)."
     )
     updated_at = models.DateTimeField(auto_now=True)
+
+    objects = ConfigQuerySet.as_manager()
 
     class Meta:
         ordering = ["name"]

@@ -1,20 +1,103 @@
-"""Reads: tool and group configuration as admins left it."""
+"""Reads: tool and group configuration as admins left it.
+
+Binding and execution read this configuration on every call, so each process keeps it in
+memory and asks the database one question per read: is ``ToolConfigVersion.token`` still the
+one the copy was made under? Every write to the configuration, from any process, changes the
+token (signals and ``ConfigQuerySet`` in ``tools_app.models``), so a change made by an admin in
+the web process applies to the very next call a worker binds or runs.
+"""
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
+from django.db import connection
 from pydantic import ValidationError
 
-from tools_app.models import ToolFunctionConfig, ToolGroupConfig
+from tools_app.models import ToolConfigVersion, ToolFunctionConfig, ToolGroupConfig
 from tools_app.registry import GROUPS, TOOLS, BaseTool, GroupSettings
 
 logger = logging.getLogger(__name__)
 
 
-def _validated_settings(name: str, stored: dict[str, object]) -> GroupSettings:
+@dataclass(frozen=True)
+class _Function:
+    enabled: bool = True
+    requires_approval: bool = False
+    reasoning_for_call: bool = False
+
+
+_DEFAULT_FUNCTION = _Function()
+
+
+@dataclass(frozen=True)
+class ConfigSnapshot:
+    """Tool configuration as stored when ``token`` was current (``None``: read without a token,
+    never reused)."""
+
+    token: str | None
+    groups: dict[str, tuple[bool, dict[str, Any]]]  # name → (enabled, stored settings)
+    functions: dict[str, _Function]
+
+    def group_enabled(self, name: str) -> bool:
+        return self.groups.get(name, (True, {}))[0]
+
+    def function(self, name: str) -> _Function:
+        return self.functions.get(name, _DEFAULT_FUNCTION)
+
+    def settings(self, name: str) -> GroupSettings:
+        # Validated on every read: cheap (µs), and every caller gets its own instance.
+        return _validated_settings(name, self.groups.get(name, (True, {}))[1])
+
+
+_lock = threading.Lock()
+_cached: ConfigSnapshot | None = None
+
+
+def _current_token() -> str | None:
+    table = connection.ops.quote_name(ToolConfigVersion._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT token FROM {table} WHERE id = 1")  # noqa: S608 - our own name
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
+def config_snapshot(*, token: str | None = None) -> ConfigSnapshot:
+    """The tool configuration as now stored: from memory when the stored token says it is
+    unchanged, else read again (two queries). ``token``: the stored token, when the caller has
+    just read it in a statement of its own (the claim of a tool call does)."""
+    global _cached
+    # The token first, then the rows: a copy may be newer than its token (then it is read
+    # again next time), never older.
+    if token is None:
+        token = _current_token()
+    cached = _cached
+    if token is not None and cached is not None and cached.token == token:
+        return cached
+    groups = {
+        name: (enabled, dict(stored or {}))
+        for name, enabled, stored in ToolGroupConfig.objects.values_list(
+            "name", "enabled", "settings"
+        )
+    }
+    functions = {
+        name: _Function(*flags)
+        for name, *flags in ToolFunctionConfig.objects.values_list(
+            "name", "enabled", "requires_approval", "reasoning_for_call"
+        )
+    }
+    snapshot = ConfigSnapshot(token=token, groups=groups, functions=functions)
+    if token is not None:
+        with _lock:
+            _cached = snapshot
+    return snapshot
+
+
+def _validated_settings(name: str, stored: dict[str, Any]) -> GroupSettings:
     group = GROUPS[name]
     known = {k: v for k, v in stored.items() if k in group.settings_model.model_fields}
     try:
@@ -26,78 +109,75 @@ def _validated_settings(name: str, stored: dict[str, object]) -> GroupSettings:
 
 def group_settings(name: str) -> GroupSettings:
     """The group's validated settings; defaults for anything never saved."""
-    config = ToolGroupConfig.objects.filter(name=name).only("settings").first()
+    return config_snapshot().settings(name)
+
+
+def stored_group_settings(config: ToolGroupConfig | None, name: str) -> GroupSettings:
+    """The validated settings of a row the caller holds (e.g. locked for an update)."""
     return _validated_settings(name, dict(config.settings) if config else {})
 
 
 @dataclass(frozen=True)
 class ToolState:
-    """Everything binding needs to know about one tool, read in two queries."""
+    """Everything binding needs to know about one tool."""
 
     disabled_reason: str | None
     requires_approval: bool
     settings: GroupSettings
 
 
+def _disabled_reason(snapshot: ConfigSnapshot, tool: type[BaseTool]) -> str | None:
+    if not snapshot.group_enabled(tool.tool_group):
+        return f"tool {tool.tool_name!r} is disabled: its group {tool.tool_group!r} is switched off"
+    if not snapshot.function(tool.tool_name).enabled:
+        return f"tool {tool.tool_name!r} is disabled by an administrator"
+    return None
+
+
 def tool_state(tool: type[BaseTool]) -> ToolState:
-    group = ToolGroupConfig.objects.filter(name=tool.tool_group).first()
-    function = function_config(tool.tool_name)
-    reason = None
-    if group is not None and not group.enabled:
-        reason = (
-            f"tool {tool.tool_name!r} is disabled: its group {tool.tool_group!r} is switched off"
-        )
-    elif not function.enabled:
-        reason = f"tool {tool.tool_name!r} is disabled by an administrator"
+    snapshot = config_snapshot()
     return ToolState(
-        disabled_reason=reason,
-        requires_approval=function.requires_approval,
-        settings=_validated_settings(tool.tool_group, dict(group.settings) if group else {}),
+        disabled_reason=_disabled_reason(snapshot, tool),
+        requires_approval=snapshot.function(tool.tool_name).requires_approval,
+        settings=snapshot.settings(tool.tool_group),
     )
 
 
 def group_enabled(name: str) -> bool:
-    config = ToolGroupConfig.objects.filter(name=name).only("enabled").first()
-    return config.enabled if config else True
+    return config_snapshot().group_enabled(name)
 
 
 def function_config(name: str) -> ToolFunctionConfig:
-    config = ToolFunctionConfig.objects.filter(name=name).first()
-    return config or ToolFunctionConfig(name=name)
+    """The function's switches (an unsaved instance with the defaults if never set)."""
+    flags = config_snapshot().function(name)
+    return ToolFunctionConfig(
+        name=name,
+        enabled=flags.enabled,
+        requires_approval=flags.requires_approval,
+        reasoning_for_call=flags.reasoning_for_call,
+    )
 
 
 def tool_disabled_reason(tool: type[BaseTool]) -> str | None:
-    if not group_enabled(tool.tool_group):
-        return f"tool {tool.tool_name!r} is disabled: its group {tool.tool_group!r} is switched off"
-    if not function_config(tool.tool_name).enabled:
-        return f"tool {tool.tool_name!r} is disabled by an administrator"
-    return None
+    return _disabled_reason(config_snapshot(), tool)
 
 
 def enabled_tools(allowed: Iterable[str] | None = None) -> list[type[BaseTool]]:
     """Tools offered to the model: enabled group, enabled function, and (optionally) in
     ``allowed``. Ordered by group then name so prompts are stable."""
-    disabled_groups = set(
-        ToolGroupConfig.objects.filter(enabled=False).values_list("name", flat=True)
-    )
-    disabled_functions = set(
-        ToolFunctionConfig.objects.filter(enabled=False).values_list("name", flat=True)
-    )
+    snapshot = config_snapshot()
     allowed_set = set(allowed) if allowed is not None else None
     tools = [
         tool
         for tool in TOOLS.values()
-        if tool.tool_group not in disabled_groups
-        and tool.tool_name not in disabled_functions
+        if _disabled_reason(snapshot, tool) is None
         and (allowed_set is None or tool.tool_name in allowed_set)
     ]
     return sorted(tools, key=lambda t: (GROUPS[t.tool_group].order, t.tool_group, t.tool_name))
 
 
 def tools_with_reasoning() -> set[str]:
-    return set(
-        ToolFunctionConfig.objects.filter(reasoning_for_call=True).values_list("name", flat=True)
-    )
+    return {name for name, f in config_snapshot().functions.items() if f.reasoning_for_call}
 
 
 def images_to_model_enabled() -> bool:

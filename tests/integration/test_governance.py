@@ -95,6 +95,21 @@ def test_the_per_turn_limit_refuses_extra_calls(worker, conversation, user, llm,
     assert calls[2].policy_verdict == "rate_limited"
 
 
+@pytest.mark.modes
+def test_the_per_conversation_limit_counts_every_turn(worker, conversation, user, llm, provider):
+    agent = Agent.objects.create(name="Thrifty", max_calls_per_turn=2, max_calls_per_conversation=3)
+    conversation.agent = agent
+    conversation.save()
+    llm.script(Reply(calls=[Call("current_time", {}) for _ in range(2)]), Reply(text="ok"))
+    first = wait_turn(start(conversation, user, "twice").pk)
+    llm.script(Reply(calls=[Call("current_time", {}) for _ in range(2)]), Reply(text="ok"))
+    second = wait_turn(start(conversation, user, "twice more").pk)
+    calls = list(ToolCall.objects.filter(turn__in=[first, second]).order_by("turn", "index"))
+    assert [c.status for c in calls] == ["succeeded", "succeeded", "succeeded", "denied"]
+    assert "this conversation reached its maximum of 3 tool calls" in calls[3].error
+    assert calls[3].policy_verdict == "rate_limited"
+
+
 def test_the_per_minute_limit_of_a_tool(worker, conversation, user, llm, provider):
     ToolGroupConfig.objects.create(name="time", settings={"calls_per_minute": 1})
     llm.script(Reply(calls=[Call("current_time", {}), Call("current_time", {})]), Reply(text="ok"))

@@ -173,6 +173,30 @@ def test_the_card_link_opens_the_calls_record_and_it_links_back(staff_client, us
     assert f'href="/c/{conversation.pk}/' not in html
 
 
+@pytest.mark.modes
+@pytest.mark.parametrize("approval", [False, True], ids=["queued", "approved"])
+def test_a_call_that_ran_has_one_complete_record(user, staff_user, approval):
+    from tools_app.models import ToolCall, ToolFunctionConfig
+    from tools_app.services.approval import toolcall_approve
+    from tools_app.services.execution import toolcall_execute
+
+    if approval:
+        ToolFunctionConfig.objects.create(name="current_time", requires_approval=True)
+    conversation = Conversation.objects.create(owner=user, title="Clock talk")
+    call = toolcall_bind(
+        request=CallRequest(tool="current_time", arguments={"timezone": "UTC"}),
+        ctx=BindContext(user_id=user.pk, conversation_id=conversation.pk, source="chat"),
+    )
+    if approval:
+        call = toolcall_approve(call=call, user=staff_user)
+    toolcall_execute(tool_call_id=call.pk)
+    assert ToolCall.objects.get(pk=call.pk).status == "succeeded"
+    rec = AuditRecord.objects.get(kind="call", tool_call=call)  # one record, not two
+    assert (rec.status, rec.username) == ("succeeded", "alice")
+    assert rec.conversation_title == "Clock talk"
+    assert rec.result["timezone"] == "UTC" and rec.started_at and rec.finished_at
+
+
 def test_a_settings_change_shows_before_and_after(staff_client, staff_user):
     from tools_app.services.settings import group_settings_save
 

@@ -6,6 +6,11 @@ import json
 import re
 from typing import Any
 
+from django.contrib.auth import get_user_model
+from django.db import connection
+from django.db.models import Model
+from django.db.models.expressions import RawSQL
+
 from tools_app.models import AuditRecord, ToolCall
 
 RESULT_CAP = 16_000  # characters of JSON kept per result
@@ -60,36 +65,38 @@ def _call_fields(call: ToolCall) -> dict[str, Any]:
 def audit_call(call: ToolCall, *, new: bool = False) -> None:
     """Open (``new``) or complete the record of ``call`` (one record per call)."""
     fields = _call_fields(call)
-    existing = AuditRecord.objects.filter(kind=AuditRecord.Kind.CALL, tool_call=call)
-    if not new and existing.update(**fields):
+    if not new and (
+        AuditRecord.objects.filter(kind=AuditRecord.Kind.CALL, tool_call=call).update(**fields)
+    ):
         return
-    title, username = "", ""
-    if call.conversation_id is not None:
-        from chat_app.models import Conversation
-
-        row = (
-            Conversation.objects.filter(pk=call.conversation_id)
-            .values_list("title", "owner_id", "owner__username")
-            .first()
-        )
-        if row is not None:
-            title = row[0]
-            if row[1] == call.user_id:
-                username = row[2]
-    if call.user_id is not None and not username:
-        from django.contrib.auth import get_user_model
-
-        username = (
-            get_user_model().objects.filter(pk=call.user_id).values_list("username", flat=True)
-        ).first() or ""
     AuditRecord.objects.create(
         kind=AuditRecord.Kind.CALL,
         tool_call=call,
         user_id=call.user_id,
-        username=username,
-        conversation_title=title,
+        username=_column_of("username", get_user_model(), call.user_id),
+        conversation_title=_conversation_title(call.conversation_id),
         **fields,
     )
+
+
+def _column_of(column: str, model: type[Model], pk: int | None) -> Any:
+    """``column`` of the row ``pk`` ('' if there is none), read inside the INSERT itself: the
+    record keeps the username and conversation title as they are now (it outlives both), and
+    costs no query of its own. Plain SQL: the ORM's subquery takes longer to build than the
+    whole INSERT takes to run."""
+    if pk is None:
+        return ""
+    qn = connection.ops.quote_name
+    table, key = model._meta.db_table, str(model._meta.pk.column if model._meta.pk else "id")
+    # Our own table and column names; the only value is a parameter.
+    row = f"SELECT {qn(column)} FROM {qn(table)} WHERE {qn(key)} = %s"  # noqa: S608
+    return RawSQL(f"COALESCE(({row}), '')", [pk])  # noqa: S611
+
+
+def _conversation_title(conversation_id: int | None) -> Any:
+    from chat_app.models import Conversation
+
+    return _column_of("title", Conversation, conversation_id)
 
 
 def audit_approval(

@@ -16,6 +16,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Count, Q
 from django.utils import timezone
 from pydantic import ValidationError
 
@@ -115,8 +116,8 @@ def _lookup(
     request: CallRequest, allowed_tools: set[str] | None
 ) -> tuple[type[BaseTool], selectors.ToolState]:
     tool = get_tool(request.tool)
-    offered = sorted(TOOLS if allowed_tools is None else allowed_tools & set(TOOLS))
     if tool is None:
+        offered = sorted(TOOLS if allowed_tools is None else allowed_tools & set(TOOLS))
         raise _Refused(
             ToolCall.Status.FAILED,
             f"unknown tool {request.tool!r}; available tools: {', '.join(offered) or 'none'}",
@@ -141,33 +142,35 @@ def _check_limits(
     turn_id: int | None,
     conversation_id: int | None,
 ) -> None:
-    ran = ToolCall.objects.filter(policy_verdict="allowed")
-    if (
-        limits
-        and limits.per_turn
-        and turn_id is not None
-        and ran.filter(turn_id=turn_id).count() >= limits.per_turn
-    ):
-        raise _Refused(
-            ToolCall.Status.DENIED,
-            f"limit: this turn already made {limits.per_turn} tool calls "
-            f"(the maximum per turn); answer with what you have",
-            verdict="rate_limited",
-        )
-    if (
-        limits
-        and limits.per_conversation
-        and conversation_id is not None
-        and ran.filter(conversation_id=conversation_id).count() >= limits.per_conversation
-    ):
-        raise _Refused(
-            ToolCall.Status.DENIED,
-            f"limit: this conversation reached its maximum of {limits.per_conversation} tool calls",
-            verdict="rate_limited",
-        )
+    per_turn = limits.per_turn if limits and turn_id is not None else 0
+    per_conversation = limits.per_conversation if limits and conversation_id is not None else 0
+    if per_turn or per_conversation:
+        ran = ToolCall.objects.filter(policy_verdict="allowed")
+        if per_conversation and conversation_id is not None:
+            # One query for both: a turn's calls all belong to its conversation.
+            counts = ran.filter(conversation_id=conversation_id).aggregate(
+                turn=Count("pk", filter=Q(turn_id=turn_id)), conversation=Count("pk")
+            )
+        elif turn_id is not None:
+            counts = ran.filter(turn_id=turn_id).aggregate(turn=Count("pk"))
+        if per_turn and counts["turn"] >= per_turn:
+            raise _Refused(
+                ToolCall.Status.DENIED,
+                f"limit: this turn already made {per_turn} tool calls "
+                f"(the maximum per turn); answer with what you have",
+                verdict="rate_limited",
+            )
+        if per_conversation and counts["conversation"] >= per_conversation:
+            raise _Refused(
+                ToolCall.Status.DENIED,
+                f"limit: this conversation reached its maximum of {per_conversation} tool calls",
+                verdict="rate_limited",
+            )
     if settings.calls_per_minute:
         since = timezone.now() - timedelta(seconds=60)
-        recent = ran.filter(tool=tool.tool_name, created_at__gte=since).count()
+        recent = ToolCall.objects.filter(
+            policy_verdict="allowed", tool=tool.tool_name, created_at__gte=since
+        ).count()
         if recent >= settings.calls_per_minute:
             raise _Refused(
                 ToolCall.Status.DENIED,

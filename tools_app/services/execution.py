@@ -1,8 +1,9 @@
-"""Running a bound call: claim it, run its activity with a watchdog, store and publish the result.
+"""Running a bound call: claim it, run its activity under watch, store and publish the result.
 
-The watchdog thread is what makes Stop and timeouts work the same way in every mode and on
-every queue: it polls the call's ``cancel_requested`` flag, enforces the deadline, flushes live
-output to the card and writes a heartbeat so a lost worker can be detected (``toolcall_reap``).
+The watch (``tools_app.services.watchdog``) is what makes Stop and timeouts work the same way
+in every mode and on every queue: it polls the call's ``cancel_requested`` flag, enforces the
+deadline, flushes live output to the card and writes a heartbeat so a lost worker can be
+detected (``toolcall_reap_lost``).
 """
 
 from __future__ import annotations
@@ -15,94 +16,22 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings as django_settings
-from django.db import close_old_connections
+from django.db import connection, models
 from django.db.models import F, Q
 from django.utils import timezone
 
 from tools_app import selectors
 from tools_app.errors import PolicyDenied, ToolCancelled, ToolError, ToolTimeout
-from tools_app.events import toolcall_publish, toolcall_publish_output
-from tools_app.models import ToolCall
+from tools_app.events import toolcall_publish
+from tools_app.models import AuditRecord, ToolCall, ToolConfigVersion
 from tools_app.registry import activity_name, get_tool, resolve_activity
 from tools_app.runtime import ActivityContext
 from tools_app.services.audit import audit_call
 from tools_app.services.binding import toolcall_send
+from tools_app.services.watchdog import watch_call
 from tools_app.signals import toolcall_finished
 
 logger = logging.getLogger(__name__)
-
-POLL_SECONDS = 0.1
-HEARTBEAT_SECONDS = 2.0
-CARD_OUTPUT_LIMIT = 64_000  # characters of live output kept on the card
-TIMEOUT_GRACE_SECONDS = 2.0  # activities enforce their own timeout; this is the backstop
-
-
-class _Watchdog:
-    def __init__(self, call: ToolCall, ctx: ActivityContext, timeout: float) -> None:
-        self.call = call
-        self.ctx = ctx
-        self.deadline = time.monotonic() + timeout + TIMEOUT_GRACE_SECONDS
-        self.timeout = timeout
-        self.reason: str | None = None
-        self._pending: list[str] = []
-        self._sent = 0
-        self._output = ""
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"toolcall-{call.pk}", daemon=True)
-
-    def emit(self, stream: str, text: str) -> None:
-        with self._lock:
-            self._pending.append(text)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> str:
-        self._stop.set()
-        self._thread.join(timeout=5)
-        self._flush(publish=False)  # the final card carries the whole output anyway
-        return self._output
-
-    def _flush(self, *, publish: bool = True) -> None:
-        with self._lock:
-            text = "".join(self._pending)
-            self._pending.clear()
-        if not text:
-            return
-        room = CARD_OUTPUT_LIMIT - len(self._output)
-        if room <= 0:
-            return
-        text = text[:room]
-        offset = len(self._output)
-        self._output += text
-        if publish:
-            toolcall_publish_output(self.call, offset=offset, text=text)
-
-    def _run(self) -> None:
-        # The "running" card goes out from here, beside the activity rather than before it.
-        toolcall_publish(self.call, wait=False)
-        last_beat = time.monotonic()
-        try:
-            while not self._stop.wait(POLL_SECONDS):
-                self._flush()
-                now = time.monotonic()
-                if now >= self.deadline and not self.ctx.cancel.is_set():
-                    self.reason = "timeout"
-                    self.ctx.cancel.set()
-                if (
-                    not self.ctx.cancel.is_set()
-                    and ToolCall.objects.filter(pk=self.call.pk, cancel_requested=True).exists()
-                ):
-                    self.reason = "cancelled"
-                    self.ctx.cancel.set()
-                if now - last_beat >= HEARTBEAT_SECONDS:
-                    last_beat = now
-                    ToolCall.objects.filter(pk=self.call.pk, status=ToolCall.Status.RUNNING).update(
-                        heartbeat_at=timezone.now(), output=self._output
-                    )
-        finally:
-            close_old_connections()
 
 
 def _settings_group(call: ToolCall) -> str:
@@ -120,21 +49,57 @@ def _worker_name() -> str:
     return f"{socket.gethostname()}:{threading.current_thread().name}"
 
 
-def toolcall_execute(*, tool_call_id: int) -> None:
+def _claim(tool_call_id: int) -> ToolCall | None:
+    """``queued → running`` if the call is still queued, in one statement that also returns
+    the claimed row, whether the call's audit record is open already (it is when the call
+    waited for approval), and the tool configuration's token: ``UPDATE … RETURNING``, which
+    the ORM's ``update()`` cannot do, instead of three more queries before the call starts."""
+    qn = connection.ops.quote_name
+    meta = ToolCall._meta
+    audit, version = AuditRecord._meta, ToolConfigVersion._meta
+
+    def col(model_meta: Any, name: str) -> str:
+        return qn(model_meta.get_field(name).column)
+
+    def value(name: str, python_value: Any) -> Any:
+        field = meta.get_field(name)
+        assert isinstance(field, models.Field)
+        return field.get_db_prep_save(python_value, connection)
+
     now = timezone.now()
-    claimed = ToolCall.objects.filter(pk=tool_call_id, status=ToolCall.Status.QUEUED).update(
-        status=ToolCall.Status.RUNNING,
-        started_at=now,
-        heartbeat_at=now,
-        worker=_worker_name(),
-        version=F("version") + 1,
+    v = col(meta, "version")
+    sql = (  # our own table and column names; every value is a parameter
+        f"UPDATE {qn(meta.db_table)} SET {col(meta, 'status')} = %s, "  # noqa: S608
+        f"{col(meta, 'started_at')} = %s, {col(meta, 'heartbeat_at')} = %s, "
+        f"{col(meta, 'worker')} = %s, {v} = {v} + 1 "
+        f"WHERE {col(meta, 'id')} = %s AND {col(meta, 'status')} = %s "
+        f"RETURNING *, EXISTS (SELECT 1 FROM {qn(audit.db_table)} "
+        f"WHERE {col(audit, 'tool_call')} = %s AND {col(audit, 'kind')} = %s) AS cc_audit_open, "
+        f"(SELECT {col(version, 'token')} FROM {qn(version.db_table)} "
+        f"WHERE {col(version, 'id')} = 1) AS cc_config_token"
     )
-    if not claimed:  # cancelled (or taken) before it started
+    params = [
+        ToolCall.Status.RUNNING.value,
+        value("started_at", now),
+        value("heartbeat_at", now),
+        _worker_name(),
+        tool_call_id,
+        ToolCall.Status.QUEUED.value,
+        tool_call_id,
+        AuditRecord.Kind.CALL.value,
+    ]
+    rows = list(ToolCall.objects.raw(sql, params))
+    return rows[0] if rows else None
+
+
+def toolcall_execute(*, tool_call_id: int) -> None:
+    call = _claim(tool_call_id)
+    if call is None:  # cancelled (or taken) before it started
         return
-    call = ToolCall.objects.get(pk=tool_call_id)
 
     tool = get_tool(call.tool)
-    settings = selectors.group_settings(_settings_group(call))
+    config = selectors.config_snapshot(token=getattr(call, "cc_config_token", None))
+    settings = config.settings(_settings_group(call))
     timeout = float(settings.timeout_seconds)
     ctx = ActivityContext(
         call_id=call.pk,
@@ -148,12 +113,11 @@ def toolcall_execute(*, tool_call_id: int) -> None:
     from tools_app.runtime import workspace_id_for
 
     ctx.workspace_id = workspace_id_for(conversation_id=call.conversation_id, user_id=call.user_id)
-    watchdog = _Watchdog(call, ctx, timeout)
+    watchdog = watch_call(call, ctx, timeout)
     ctx.emit = watchdog.emit
     started = time.monotonic()
     status, result, error = ToolCall.Status.SUCCEEDED, {}, ""
     error_data: dict[str, Any] = {}
-    watchdog.start()
     try:
         if tool is None:
             raise ToolError(f"tool {call.tool!r} no longer exists")
@@ -181,7 +145,7 @@ def toolcall_execute(*, tool_call_id: int) -> None:
         logger.exception("tool call %s (%s) crashed", call.pk, call.tool)
         status, error = ToolCall.Status.FAILED, f"{call.tool} failed: {type(exc).__name__}: {exc}"
     finally:
-        output = watchdog.stop()
+        output = watchdog.close()
     duration_ms = int((time.monotonic() - started) * 1000)
     if status != ToolCall.Status.SUCCEEDED:
         result = {"success": False, "error": error, **error_data}
@@ -198,6 +162,7 @@ def toolcall_execute(*, tool_call_id: int) -> None:
         sandbox_id=ctx.sandbox_id,
         only_if=ToolCall.Status.RUNNING,
         current=True,
+        audit_open=bool(getattr(call, "cc_audit_open", True)),
     )
 
 
@@ -216,11 +181,14 @@ def toolcall_finish(
     sandbox_id: str = "",
     only_if: str | tuple[str, ...],
     current: bool = False,
+    audit_open: bool = True,
 ) -> bool:
     """Move a call to a terminal status exactly once, then publish and signal it.
 
     ``current``: ``call`` is the row as the caller claimed it (its version is the stored one),
     so the finished call is built in memory instead of read back (one query less per call).
+    ``audit_open=False``: the caller knows the call has no audit record yet, so it is written
+    in one INSERT rather than an UPDATE that finds nothing first.
     """
     allowed = (only_if,) if isinstance(only_if, str) else only_if
     fields: dict[str, Any] = {
@@ -247,7 +215,7 @@ def toolcall_finish(
     else:
         call.refresh_from_db()
     toolcall_publish(call)  # people first; the audit record follows a moment later
-    audit_call(call)
+    audit_call(call, new=not audit_open)
     toolcall_finished.send(sender=ToolCall, call=call)
     return True
 

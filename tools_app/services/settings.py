@@ -44,7 +44,7 @@ def group_settings_save(
     after = validated.model_dump(mode="json")
     with transaction.atomic():
         config, _ = ToolGroupConfig.objects.select_for_update().get_or_create(name=group)
-        before = selectors.group_settings(group).model_dump(mode="json")
+        before = selectors.stored_group_settings(config, group).model_dump(mode="json")
         changed = sorted(k for k in after if before.get(k) != after[k])
         if not changed and config.settings == after:
             return validated, []

@@ -92,7 +92,32 @@ def test_it_caps_the_output_with_a_notice(tools: Tools) -> None:
     assert call.result["notice"] == "output truncated to 1000 bytes per stream"
 
 
-# -- through the worker: live output and Stop ---------------------------------------------------
+# -- through the worker: settings, live output and Stop -----------------------------------------
+
+
+def run_in_worker(tools: Tools, command: str) -> ToolCall:
+    call = tools.bind("shell_exec", {"command": command})
+    toolcall_dispatch(call)
+    return wait_for(
+        lambda: ToolCall.objects.filter(pk=call.pk, status__in=ToolCall.TERMINAL).first(),
+        timeout=30,
+        message="the call to finish",
+    )
+
+
+@pytest.mark.modes
+def test_a_worker_runs_the_next_call_with_the_timeout_just_saved(worker: str, tools: Tools) -> None:
+    """The worker caches the settings it runs calls with; a change made here (the web process,
+    in distributed mode) applies to its very next call."""
+    configure("shell", sandbox_backend=tools.backend, timeout_seconds=1)
+    call = run_in_worker(tools, "sleep 1.6; echo done")
+    assert call.status == ToolCall.Status.FAILED and call.error == "timed out after 1 s"
+    configure("shell", sandbox_backend=tools.backend, timeout_seconds=30)
+    call = run_in_worker(tools, "sleep 1.6; echo done")
+    assert call.status == ToolCall.Status.SUCCEEDED, call.error
+    configure("shell", sandbox_backend=tools.backend, timeout_seconds=1)
+    call = run_in_worker(tools, "sleep 1.6; echo done")
+    assert call.error == "timed out after 1 s"
 
 
 @pytest.mark.modes
