@@ -40,6 +40,7 @@ from chat_app.services.providers import (
 )
 from chat_app.services.turns import turn_advance, turn_finish
 from tools_app import selectors
+from tools_app.platform.prompt import platform_prompt
 from tools_app.registry import BaseTool
 from tools_app.runtime import BindContext
 from tools_app.services.binding import (
@@ -160,6 +161,12 @@ def _run_model(turn: Turn, provider: Provider, agent: Agent) -> None:
     message_publish(message)
     client = provider_client(provider, model=agent.model)
     system = agent.system_prompt.strip() or DEFAULT_SYSTEM_PROMPT
+    # Platform tools (issue 10): core memory and the skill index, in every system prompt.
+    system += platform_prompt(
+        user_id=turn.user_id,
+        conversation_id=turn.conversation_id,
+        offered={t.tool_name for t in tools},
+    )
     images = provider.image_input and selectors.images_to_model_enabled()
     try:
         try:
