@@ -68,6 +68,21 @@ def remove(conn: BaseDatabaseWrapper) -> None:
             cursor.execute(sql)
 
 
+# PostgreSQL's 'english' configuration drops these (Snowball's English stop words); FTS5
+# has no stop words, so the SQLite query leaves them out itself: with OR semantics, "the"
+# or "what" in a question would otherwise rank any chunk containing them.
+STOP_WORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers herself him himself his how i if in into is
+    it its itself just me more most my myself no nor not now of off on once only or other our
+    ours ourselves out over own same she should so some such than that the their theirs them
+    themselves then there these they this those through to too under until up very was we
+    were what when where which while who whom why will with would you your yours yourself
+    yourselves""".split()
+)
+
+
 def terms(query: str) -> list[str]:
     seen: list[str] = []
     for word in _WORD.findall(query.lower()):
@@ -77,8 +92,11 @@ def terms(query: str) -> list[str]:
 
 
 def fts5_query(query: str) -> str:
-    """``"word" OR "other"``: every word quoted, so FTS5 reads none of it as syntax."""
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms(query))
+    """``"word" OR "other"``: every word quoted, so FTS5 reads none of it as syntax; stop
+    words left out unless the query has nothing else."""
+    words = terms(query)
+    words = [w for w in words if w not in STOP_WORDS] or words
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in words)
 
 
 def search(*, user_id: int, query: str, limit: int) -> list[int]:
@@ -95,7 +113,7 @@ def search(*, user_id: int, query: str, limit: int) -> list[int]:
     elif connection.vendor == "postgresql":
         sql = (
             f"SELECT id FROM {TABLE}, "  # noqa: S608
-            "replace(plainto_tsquery('english', %s)::text, ' & ', ' | ')::tsquery AS q "
+            "(SELECT replace(plainto_tsquery('english', %s)::text, ' & ', ' | ')::tsquery AS q) w "
             "WHERE user_id = %s AND to_tsvector('english', content) @@ q "
             "ORDER BY ts_rank_cd(to_tsvector('english', content), q) DESC, id DESC LIMIT %s"
         )
