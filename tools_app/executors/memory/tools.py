@@ -74,7 +74,9 @@ class MemoryCoreDelete(BaseTool, group="memory"):
     """Delete one fact of core memory. Deleting a key that does not exist is an error."""
 
     section: Literal["user", "agent"] = Field(description="Which section.", examples=["user"])
-    key: str = Field(min_length=1, max_length=100, description="The key to delete.")
+    key: str = Field(
+        min_length=1, max_length=100, description="The key to delete.", examples=["name"]
+    )
 
     def check_policy(self, settings: MemorySettings, ctx: BindContext) -> None:  # type: ignore[override]
         _needs_user(ctx)
