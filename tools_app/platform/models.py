@@ -34,7 +34,9 @@ class MemoryChunk(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["user", "embedder"])]
+        # Also what the vector cache's freshness check reads (count, newest change) without
+        # touching the table: see memory/vectors.py.
+        indexes = [models.Index(fields=["user", "embedder", "updated_at"])]
 
     def __str__(self) -> str:
         return f"{self.user_id}: {self.content[:60]}"

@@ -176,4 +176,10 @@ def get_model() -> MiniLM:
     with _lock:
         if _model is None:
             _model = MiniLM(model_dir())
+            # One BLAS thread: a query is a few small matrix products, which OpenBLAS's
+            # threads slow down (5-10x on a busy 2-core machine, measured), and a worker
+            # already runs calls in parallel. Process-wide; nothing else here uses BLAS.
+            from threadpoolctl import threadpool_limits
+
+            threadpool_limits(limits=1, user_api="blas")
         return _model

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 
 from tools_app.errors import ToolError
 from tools_app.platform.memory import fulltext, vectors
@@ -177,12 +178,15 @@ def memory_chunk_embed(chunk: MemoryChunk, *, settings: object) -> bool:
     """(Re-)embed one chunk with the configured embedder (admin edits, ``memory_reindex``).
     False when no embedder is configured."""
     embedder = embedder_for(settings)
+    # updated_at moves with the vector: it is what tells worker caches to reload.
     if embedder is None:
-        MemoryChunk.objects.filter(pk=chunk.pk).update(embedder="", embedding=None)
+        MemoryChunk.objects.filter(pk=chunk.pk).update(
+            embedder="", embedding=None, updated_at=timezone.now()
+        )
         return False
     vector = embedder.embed([chunk.content])[0]
     MemoryChunk.objects.filter(pk=chunk.pk).update(
-        embedder=embedder.id, embedding=vectors.to_bytes(vector)
+        embedder=embedder.id, embedding=vectors.to_bytes(vector), updated_at=timezone.now()
     )
     return True
 

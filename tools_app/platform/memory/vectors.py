@@ -50,10 +50,12 @@ _cache: OrderedDict[tuple[int, str], _Matrix] = OrderedDict()
 
 
 def _version(user_id: int, embedder: str) -> tuple[object, ...]:
+    """Changes whenever a chunk of this user and embedder is added, deleted or re-embedded
+    (every write sets ``updated_at``); answered from the (user, embedder, updated_at) index."""
     agg = MemoryChunk.objects.filter(user_id=user_id, embedder=embedder).aggregate(
-        n=Count("id"), top=Max("id"), changed=Max("updated_at")
+        n=Count("updated_at"), changed=Max("updated_at")
     )
-    return (agg["n"], agg["top"], agg["changed"])
+    return (agg["n"], agg["changed"])
 
 
 def _load(user_id: int, embedder: str, version: tuple[object, ...]) -> _Matrix:
