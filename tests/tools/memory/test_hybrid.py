@@ -117,3 +117,33 @@ def test_an_anthropic_provider_cannot_embed(user, transactional_db):
     configure("memory", embedder="provider")
     saved = ok(run_tool("memory_save", user=user, content="A fact."))
     assert "embeddings need an OpenAI-compatible provider" in saved["notice"]
+
+
+def test_memory_reindex_embeds_what_was_saved_without_vectors(user):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    local_model()
+    save_facts(user)  # no embedder yet: full text only
+    assert set(MemoryChunk.objects.values_list("embedder", flat=True)) == {""}
+    configure("memory", embedder="local")
+    out = StringIO()
+    call_command("memory_reindex", stdout=out)
+    assert "done: 4 chunk(s) embedded" in out.getvalue()
+    top = ok(run_tool("memory_search", user=user, query="what hue do I like"))["results"][0]
+    assert top["content"] == "My favourite colour is green." and "vector" in top["matched_by"]
+    out = StringIO()
+    call_command("memory_reindex", stdout=out)
+    assert "done: 0 chunk(s) embedded" in out.getvalue()
+
+
+def test_unrelated_chunks_are_not_returned_as_vector_matches(user):
+    local_model()
+    configure("memory", embedder="local")
+    save_facts(user)
+    result = ok(run_tool("memory_search", user=user, query="quantum chromodynamics lecture"))
+    assert result["mode"] == "hybrid" and result["results"] == []
+    configure("memory", embedder="local", min_similarity=-1.0)
+    everything = ok(run_tool("memory_search", user=user, query="quantum chromodynamics lecture"))
+    assert everything["count"] == len(FACTS)

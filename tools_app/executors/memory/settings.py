@@ -42,6 +42,13 @@ class MemorySettings(GroupSettings):
     search_candidates: int = Field(
         50, ge=5, le=1000, description="Results taken from each ranking before fusing them."
     )
+    min_similarity: float = Field(
+        0.25,
+        ge=-1.0,
+        le=1.0,
+        description="Vector matches less similar than this (cosine) are left out; with "
+        "all-MiniLM-L6-v2, unrelated sentences score about 0-0.2 and related ones 0.3-0.8.",
+    )
     max_top_k: int = Field(50, ge=1, le=500, description="Most results one search returns.")
     core_max_chars: int = Field(
         2000, ge=100, le=50_000, description="Size cap of a user's core memory (keys + values)."

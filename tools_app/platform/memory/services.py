@@ -39,6 +39,7 @@ class MemoryOptions:
     max_content_chars: int = 50_000
     max_chunks_per_user: int = 100_000
     search_candidates: int = 50
+    min_similarity: float = 0.25
     core_max_chars: int = 2000
 
     @classmethod
@@ -129,9 +130,13 @@ def memory_search(*, user_id: int, query: str, top_k: int, settings: object) -> 
         embedder = embedder_for(settings)
         if embedder is not None:
             query_vector = embedder.embed([query])[0]
-            found = vectors.search(
-                user_id=user_id, embedder=embedder.id, query=query_vector, limit=candidates
-            )
+            found = [
+                (chunk_id, score)
+                for chunk_id, score in vectors.search(
+                    user_id=user_id, embedder=embedder.id, query=query_vector, limit=candidates
+                )
+                if score >= options.min_similarity
+            ]
             vector_ids = [i for i, _ in found]
             similarity = dict(found)
     except ToolError as exc:
