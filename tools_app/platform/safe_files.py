@@ -134,14 +134,32 @@ class Entry:
 
 
 def walk_beneath(
-    root: Path, *, suffixes: tuple[str, ...], max_entries: int, max_depth: int = 8
+    root: Path,
+    *,
+    suffixes: tuple[str, ...],
+    max_entries: int,
+    max_depth: int = 8,
+    start: tuple[str, ...] = (),
 ) -> Iterator[Entry]:
-    """Regular files under ``root`` whose names end with one of ``suffixes`` (lower-cased),
-    sorted per folder; links and hidden names are skipped, never followed."""
+    """Regular files under ``root`` (or under ``root/start...``, reached without following
+    links: Refused if one is a link) whose names end with one of ``suffixes`` (lower-cased),
+    sorted per folder; links and hidden names are skipped, never followed. Entries' parts
+    include ``start``."""
     try:
         fd = _open_dir(root)
     except Missing:
         return
+    try:
+        for i, name in enumerate(start):
+            nfd = _step(fd, name, "/".join(start[: i + 1]))
+            os.close(fd)
+            fd = nfd
+    except Missing:
+        os.close(fd)
+        return
+    except BaseException:
+        os.close(fd)
+        raise
     count = 0
 
     def visit(dir_fd: int, prefix: tuple[str, ...], depth: int) -> Iterator[Entry]:
@@ -172,6 +190,6 @@ def walk_beneath(
                 yield Entry((*prefix, entry.name), st.st_size, st.st_mtime_ns)
 
     try:
-        yield from visit(fd, (), 0)
+        yield from visit(fd, start, 0)
     finally:
         os.close(fd)

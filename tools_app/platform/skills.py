@@ -81,16 +81,34 @@ def parse_skill(text: str, *, where: str) -> tuple[str, str, str]:
 
 
 def _scan(
-    root: Path, *, source: str, prefix: str, max_bytes: int, max_skills: int, into: Catalogue
+    root: Path,
+    *,
+    source: str,
+    start: tuple[str, ...],
+    max_bytes: int,
+    max_skills: int,
+    into: Catalogue,
 ) -> dict[str, Skill]:
+    """Skills at ``root/start.../<folder>/SKILL.md``; nothing on the way may be a link."""
     found: dict[str, Skill] = {}
-    entries = safe_files.walk_beneath(
-        root, suffixes=(SKILL_FILE.lower(),), max_entries=max_skills * 4, max_depth=1
-    )
+    depth = len(start)
+    try:
+        entries = list(
+            safe_files.walk_beneath(
+                root,
+                suffixes=(SKILL_FILE.lower(),),
+                max_entries=max_skills * 4,
+                max_depth=1,
+                start=start,
+            )
+        )
+    except safe_files.Refused as exc:
+        into.problems.append(f"{source}: {exc}; its skills are ignored")
+        return found
     for entry in entries:
-        if len(entry.parts) != 2 or entry.parts[1] != SKILL_FILE:
+        if len(entry.parts) != depth + 2 or entry.parts[-1] != SKILL_FILE:
             continue
-        shown = f"{prefix}{'/'.join(entry.parts)}"
+        shown = "/".join(entry.parts)
         if len(found) >= max_skills:
             into.problems.append(f"{source}: more than {max_skills} skills; the rest are ignored")
             break
@@ -118,52 +136,24 @@ def skill_catalogue(
     *, data_dir: Path | None, workspace_dir: Path | None, max_bytes: int, max_skills: int
 ) -> Catalogue:
     catalogue = Catalogue()
-    data = (
-        _scan(
-            data_dir,
-            source="data",
-            prefix="",
+
+    def scan(root: Path | None, source: str, start: tuple[str, ...]) -> dict[str, Skill]:
+        if root is None:
+            return {}
+        return _scan(
+            root,
+            source=source,
+            start=start,
             max_bytes=max_bytes,
             max_skills=max_skills,
             into=catalogue,
         )
-        if data_dir is not None
-        else {}
-    )
-    workspace: dict[str, Skill] = {}
-    if workspace_dir is not None:
-        try:
-            skills_dir_ok = _is_real_dir(workspace_dir, "skills")
-        except safe_files.Refused as exc:
-            catalogue.problems.append(str(exc))
-            skills_dir_ok = False
-        if skills_dir_ok:
-            workspace = _scan(
-                workspace_dir / "skills",
-                source="workspace",
-                prefix="skills/",
-                max_bytes=max_bytes,
-                max_skills=max_skills,
-                into=catalogue,
-            )
+
+    data = scan(data_dir, "data", ())
+    workspace = scan(workspace_dir, "workspace", ("skills",))
     catalogue.skills = dict(sorted({**data, **workspace}.items()))
     catalogue.overridden = {n: s for n, s in data.items() if n in workspace}
     return catalogue
-
-
-def _is_real_dir(parent: Path, name: str) -> bool:
-    """``parent/name`` is a directory and not a link (a ``skills`` link in the workspace could
-    point anywhere on the worker host)."""
-    import os
-    import stat
-
-    try:
-        st = os.lstat(parent / name)
-    except FileNotFoundError:
-        return False
-    if stat.S_ISLNK(st.st_mode):
-        raise safe_files.Refused(f"the workspace's {name}/ is a symbolic link; it is ignored")
-    return stat.S_ISDIR(st.st_mode)
 
 
 def skill_get(catalogue: Catalogue, name: str) -> Skill:

@@ -147,7 +147,7 @@ class TestUntrustedWorkspaceSkills:
         os.symlink(elsewhere, path / "skills")
         result = ok(run_tool("skill_list", user=user, conversation_id=conversation_id))
         assert "leak" not in [s["name"] for s in result["skills"]]
-        assert any("skills/ is a symbolic link" in p for p in result["problems"])
+        assert any("workspace: 'skills' is a symbolic link" in p for p in result["problems"])
 
     def test_a_symlinked_skill_folder_is_skipped(self, user, data_dir, workspace, tmp_path):
         conversation_id, path = workspace
