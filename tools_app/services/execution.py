@@ -15,7 +15,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings as django_settings
-from django.db import close_old_connections
+from django.db import connection
 from django.db.models import F
 from django.utils import timezone
 
@@ -101,7 +101,10 @@ class _Watchdog:
                         heartbeat_at=timezone.now(), output=self._output
                     )
         finally:
-            close_old_connections()
+            # The thread ends here: its connection must go with it. (close_old_connections
+            # keeps a connection younger than DB_CONN_MAX_AGE, which would leave one open
+            # PostgreSQL session behind per tool call until garbage collection.)
+            connection.close()
 
 
 def _settings_group(call: ToolCall) -> str:
