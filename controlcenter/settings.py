@@ -79,6 +79,7 @@ INSTALLED_APPS = [
     "template_partials",
     "chat_app",
     "tools_app",
+    "tools_app.platform",  # platform tools' state: memory (issue 10)
 ]
 
 MIDDLEWARE = [
@@ -272,6 +273,10 @@ WEBSOCKET_MAX_FRAME_BYTES = max(16 * 1024 * 1024, 4 * CHAT_MAX_MESSAGE_BYTES)
 WEB_LISTEN_BACKLOG = envint("WEB_LISTEN_BACKLOG", 1024, minimum=16)
 WORKSPACES_DIR = Path(envstr("WORKSPACES_DIR", str(VAR_DIR / "workspaces"))).resolve()
 MEDIA_DIR = VAR_DIR / "media"
+# Platform tools (issue 10): skills shared by every conversation (<dir>/<skill>/SKILL.md),
+# and the project's own documentation offered by the Docs tools.
+SKILLS_DIR = Path(envstr("SKILLS_DIR", str(VAR_DIR / "skills"))).resolve()
+PROJECT_DOCS_DIR = BASE_DIR / "docs"
 # A running tool call writes a heartbeat; a call whose heartbeat is older than this is
 # marked failed ("worker lost") so the turn can go on.
 TOOL_HEARTBEAT_TIMEOUT = envint("TOOL_HEARTBEAT_TIMEOUT", 30, minimum=3)

@@ -22,6 +22,11 @@ Endpoints (``ThreadingHTTPServer`` on 127.0.0.1, ephemeral port, one thread per 
   ``data: [DONE]``. Without ``stream`` it returns one ``chat.completion``; with a
   ``response_format`` the reply's ``text`` is the content, so script the JSON there.
 * ``GET /v1/models`` - a list holding the one model.
+* ``POST /v1/embeddings`` - OpenAI embeddings: for each input text a deterministic vector of
+  ``embedding_dims`` floats, a hashed bag of words (each lower-cased word adds ±1 at a
+  position its SHA-256 picks), so texts sharing words are similar and others are not.
+  ``encoding_format`` ``float`` or ``base64`` (little-endian float32), as the real API.
+  Does not consume scripted replies; recorded in ``requests`` like every request.
 * ``POST /v1/messages`` - Anthropic Messages. Streaming sends ``message_start``, ``ping``,
   then per block ``content_block_start`` / ``content_block_delta`` (``text_delta`` or
   ``input_json_delta``) / ``content_block_stop`` (text first, then one ``tool_use`` block per
@@ -120,6 +125,7 @@ class ScriptedLLM:
         reject_tools: bool = False,
         api_key: str | None = None,
         model: str = DEFAULT_MODEL,
+        embedding_dims: int = 64,
     ) -> None:
         """``reject_tools``: answer 400 "... does not support tools" to any request carrying
         ``tools`` (as Ollama does for models without tool support). ``api_key``: when set,
@@ -128,6 +134,7 @@ class ScriptedLLM:
         self.reject_tools = reject_tools
         self.api_key = api_key
         self.model = model
+        self.embedding_dims = embedding_dims
         self.requests: list[dict[str, Any]] = []
         self.disconnects = 0
         self.errors: list[Exception] = []  # raised by callable replies (answered with a 500)
@@ -351,6 +358,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(400, _openai_error(f"request body is not JSON: {exc}"))
             return
         body = llm._record(body if isinstance(body, dict) else {"_body": body}, path)
+        if path == "/v1/embeddings":
+            self._send_json(*(self._auth_refusal("openai") or _embeddings(body, llm)))
+            return
         if api is None:
             self._send_json(404, _openai_error(f"no route POST {path}", "not_found"))
             return
@@ -441,6 +451,46 @@ def _openai_error(
 
 def _anthropic_error(type_: str, message: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": type_, "message": message}}
+
+
+def embedding_vector(text: str, dims: int) -> list[float]:
+    """The scripted server's embedding of ``text``: a hashed bag of words (not normalised)."""
+    import hashlib
+    import re
+
+    vector = [0.0] * dims
+    for word in re.findall(r"\w+", text.lower()):
+        digest = hashlib.sha256(word.encode()).digest()
+        index = int.from_bytes(digest[:4], "little") % dims
+        vector[index] += 1.0 if digest[4] & 1 else -1.0
+    return vector
+
+
+def _embeddings(body: dict[str, Any], llm: ScriptedLLM) -> tuple[int, dict[str, Any]]:
+    import base64
+    import struct
+
+    raw = body.get("input")
+    texts = [raw] if isinstance(raw, str) else raw
+    if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
+        return 400, _openai_error("'input' must be a string or a non-empty list of strings")
+    encoding = body.get("encoding_format") or "float"
+    if encoding not in ("float", "base64"):
+        return 400, _openai_error(f"unknown encoding_format {encoding!r}")
+    data = []
+    for i, text in enumerate(texts):
+        vector = embedding_vector(text, llm.embedding_dims)
+        value: Any = vector
+        if encoding == "base64":
+            value = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
+        data.append({"object": "embedding", "index": i, "embedding": value})
+    tokens = sum(len(t.split()) for t in texts)
+    return 200, {
+        "object": "list",
+        "data": data,
+        "model": body.get("model", llm.model),
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+    }
 
 
 def _pieces(text: str, size: int) -> list[str]:

@@ -62,6 +62,7 @@ class GroupRow:
     denied_24h: int = 0
     last_test: ToolCall | None = None
     functions: list[FunctionRow] = field(default_factory=list)
+    listing: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def failures_24h(self) -> int:
@@ -161,6 +162,16 @@ def _last_test(group: str) -> ToolCall | None:
     )
 
 
+def _listing(group: ToolGroup, settings: GroupSettings) -> list[dict[str, str]]:
+    if group.listing is None:
+        return []
+    try:
+        return group.listing(settings)
+    except Exception as exc:  # a listing must never break the page
+        logger.warning("listing of tool group %s failed: %s", group.name, exc)
+        return [{"name": "", "description": f"could not be listed: {exc}", "note": "problem"}]
+
+
 def group_rows(names: list[str] | None = None) -> list[GroupRow]:
     """The manager's rows, ordered like the prompts (group order, then name)."""
     groups = sorted(GROUPS.values(), key=lambda g: (g.order, g.name))
@@ -191,6 +202,7 @@ def group_rows(names: list[str] | None = None) -> list[GroupRow]:
                     )
                     for tool in sorted(group.tools, key=lambda t: t.tool_name)
                 ],
+                listing=_listing(group, settings),
             )
         )
     return rows

@@ -53,6 +53,11 @@ class ToolGroup:
     status: Callable[[Any], tuple[str, str, str]] | None = field(
         default=None, compare=False, hash=False
     )
+    # For the Tools Manager: things the group offers besides its functions (e.g. the skills
+    # it found), as rows {"name", "description", "note"}. Called with the group's settings.
+    listing: Callable[[Any], list[dict[str, str]]] | None = field(
+        default=None, compare=False, hash=False
+    )
 
 
 GROUPS: dict[str, ToolGroup] = {}

@@ -52,6 +52,7 @@ from chat_app.services.retry import RetryNotice, RetryPolicy, call_with_retries
 from chat_app.services.turns import turn_advance, turn_finish
 from tools_app import selectors
 from tools_app.events import toolcall_publish
+from tools_app.platform.prompt import platform_prompt
 from tools_app.registry import BaseTool
 from tools_app.runtime import BindContext
 from tools_app.services.binding import (
@@ -209,6 +210,12 @@ def round_prepare(
 
 def _build_request(plan: RoundPlan, turn: Turn) -> None:
     system = plan.agent.system_prompt.strip() or DEFAULT_SYSTEM_PROMPT
+    # Platform tools: the user's core memory and the skill index, in every system prompt.
+    system += platform_prompt(
+        user_id=plan.user_id,
+        conversation_id=plan.conversation_id,
+        offered={t.tool_name for t in plan.tools},
+    )
     if not plan.native and plan.tools:
         system = f"{system}\n\n{fallback_prompt_block(tool_specs(plan.tools, strict=False))}"
     plan.system = system

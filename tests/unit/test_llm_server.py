@@ -329,9 +329,41 @@ def test_it_checks_the_api_key_when_configured() -> None:
 
 
 def test_it_answers_unknown_routes_with_404(llm: ScriptedLLM) -> None:
-    status, _, raw = raw_post(llm, "/v1/embeddings", {"input": "x"})
+    status, _, raw = raw_post(llm, "/v1/audio/speech", {"input": "x"})
     assert status == 404
     assert "no route" in json.loads(raw)["error"]["message"]
+
+
+# --- embeddings -----------------------------------------------------------------------------
+
+
+def test_embeddings_speak_the_openai_wire_format(llm: ScriptedLLM) -> None:
+    from tests.llm_server import embedding_vector
+
+    with openai_client(llm) as client:
+        floats = client.embeddings.create(
+            model="e", input=["red apple", "apple red", "blue sky"], encoding_format="float"
+        )
+    # Without encoding_format the SDK asks for base64 and decodes it (after validation, so not
+    # with _strict_response_validation, which would reject the string as the real API's too).
+    with openai.OpenAI(base_url=llm.openai_base_url, api_key="k", max_retries=0) as plain:
+        packed = plain.embeddings.create(model="e", input="red apple")
+    assert [d.index for d in floats.data] == [0, 1, 2]
+    vectors = [d.embedding for d in floats.data]
+    assert vectors[0] == vectors[1] == embedding_vector("red apple", 64)
+    assert vectors[0] != vectors[2] and len(vectors[2]) == 64
+    assert packed.data[0].embedding == vectors[0]
+    assert floats.model == "e" and floats.usage.total_tokens == 6
+    assert [r["_path"] for r in llm.requests] == ["/v1/embeddings", "/v1/embeddings"]
+    assert [r["encoding_format"] for r in llm.requests] == ["float", "base64"]
+
+
+def test_embeddings_refuse_bad_input_and_keys(llm: ScriptedLLM) -> None:
+    status, _, raw = raw_post(llm, "/v1/embeddings", {"model": "e", "input": [1, 2]})
+    assert status == 400 and "'input' must be" in json.loads(raw)["error"]["message"]
+    llm.api_key = "right"
+    status, _, _ = raw_post(llm, "/v1/embeddings", {"model": "e", "input": "x"})
+    assert status == 401
 
 
 # --- scripting ------------------------------------------------------------------------------

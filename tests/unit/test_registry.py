@@ -98,3 +98,51 @@ def test_an_activity_can_be_swapped_without_touching_the_schema():
         assert resolve_activity(tool)(None, None) == {"fake": True}
     assert tool.openai_schema() == before
     assert resolve_activity(tool).__name__ == "current_time"
+
+
+PLATFORM_TOOLS = {
+    "memory": [
+        "memory_core_delete",
+        "memory_core_get",
+        "memory_core_update",
+        "memory_save",
+        "memory_search",
+    ],
+    "docs": ["docs_list", "docs_read", "docs_search"],
+    "skills": ["skill_list", "skill_load"],
+    "messaging": ["send_message"],
+}
+
+
+@pytest.mark.parametrize("group", sorted(PLATFORM_TOOLS))
+def test_platform_tools_have_strict_openai_schemas(group):
+    from tools_app.registry import GROUPS
+
+    assert sorted(t.tool_name for t in GROUPS[group].tools) == PLATFORM_TOOLS[group]
+    for tool in GROUPS[group].tools:
+        fn = tool.openai_schema(strict=True)["function"]
+        assert fn.get("strict") is True, tool.tool_name
+        jsonschema.Draft202012Validator.check_schema(fn["parameters"])
+        for obj in all_objects(fn["parameters"]):
+            assert obj["additionalProperties"] is False
+            assert sorted(obj["required"]) == sorted(obj["properties"])
+        # The example a Test button starts from is valid for the tool's own schema.
+        tool.model_validate(tool.example())
+
+
+def test_the_contract_argument_names():
+    def args(name):
+        return list(TOOLS[name].model_fields)
+
+    assert args("memory_save") == ["content", "source"]
+    assert args("memory_search") == ["query", "top_k"]
+    assert args("memory_core_get") == []
+    assert args("memory_core_update") == ["section", "key", "value"]
+    assert args("memory_core_delete") == ["section", "key"]
+    assert args("docs_list") == [] and args("docs_search") == ["query", "top_k"]
+    assert args("docs_read") == ["path"]
+    assert args("skill_list") == [] and args("skill_load") == ["name"]
+    assert args("send_message") == ["channel", "chat_id", "text"]
+    assert TOOLS["memory_search"].model_fields["top_k"].default == 10
+    assert TOOLS["docs_search"].model_fields["top_k"].default == 5
+    assert TOOLS["memory_save"].model_fields["source"].default == "manual"

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import importlib
 
-EXECUTORS: list[str] = ["shell", "file", "http", "dev", "docker", "time", "browser"]
+EXECUTORS: list[str] = [
+    "shell", "file", "http", "dev", "docker", "time", "browser",
+    "memory", "docs", "skills", "messaging",
+]  # fmt: skip
 
 
 def load_all() -> None:

@@ -1,0 +1,99 @@
+"""docs_list, docs_search and docs_read over the project's own docs/ and an admin's folder."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.tools.calls import ok, run_tool
+from tests.tools.conftest import configure
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def handbook(tmp_path):
+    root = tmp_path / "handbook"
+    (root / "ops").mkdir(parents=True)
+    (root / "ops" / "backups.md").write_text(
+        "# Backups\n\nIntro.\n\n## Schedule\n\nThe nightly backup starts at 02:00.\n\n"
+        "### Retention\n\nKept for 30 days.\n\n## Restore\n\nAsk the on-call engineer.\n"
+        "```\n# not a heading inside a fence\n```\n"
+    )
+    (root / "welcome.txt").write_text("Welcome to the handbook.\n")
+    (root / "picture.png").write_bytes(b"\x89PNG")
+    configure("docs", folders=[f"handbook={root}"])
+    return root
+
+
+def test_it_lists_the_project_docs_and_added_folders(user, handbook):
+    files = {f["path"]: f for f in ok(run_tool("docs_list", user=user))["files"]}
+    assert files["docs/USER_TOOLS_GUIDE.md"]["title"] == "Tools: a guide for users and admins"
+    assert files["handbook/ops/backups.md"]["title"] == "Backups"
+    assert "handbook/welcome.txt" in files
+    assert "handbook/picture.png" not in files
+
+
+def test_it_searches_sections(user, handbook):
+    result = ok(run_tool("docs_search", user=user, query="when does the nightly backup start"))
+    top = result["results"][0]
+    assert top["path"] == "handbook/ops/backups.md#Schedule"
+    assert "«nightly» «backup»" in top["snippet"]
+    assert ok(run_tool("docs_search", user=user, query="slash commands", top_k=2))["count"] == 2
+
+
+def test_the_index_follows_changes(user, handbook):
+    assert ok(run_tool("docs_search", user=user, query="zeppelin"))["results"] == []
+    (handbook / "new.md").write_text("# Airships\n\nThe zeppelin lands at noon.\n")
+    result = ok(run_tool("docs_search", user=user, query="zeppelin"))
+    assert result["results"][0]["path"] == "handbook/new.md#Airships"
+
+
+def test_it_reads_a_file_and_one_section(user, handbook):
+    whole = ok(run_tool("docs_read", user=user, path="handbook/ops/backups.md"))
+    assert whole["content"].startswith("# Backups")
+    assert whole["headings"] == ["# Backups", "## Schedule", "### Retention", "## Restore"]
+    section = ok(run_tool("docs_read", user=user, path="handbook/ops/backups.md#schedule"))
+    assert section["heading"] == "Schedule"
+    assert section["content"].startswith("## Schedule")
+    assert "Kept for 30 days." in section["content"]  # its sub-sections come along
+    assert "Restore" not in section["content"]
+    fenced = ok(run_tool("docs_read", user=user, path="handbook/ops/backups.md#Restore"))
+    assert "# not a heading inside a fence" in fenced["content"]
+
+
+def test_an_unknown_heading_lists_the_real_ones(user, handbook):
+    call = run_tool("docs_read", user=user, path="handbook/ops/backups.md#Nope")
+    assert call.status == "failed"
+    assert "has no heading 'Nope'; its headings: Backups; Schedule; Retention; Restore" in (
+        call.error
+    )
+
+
+def test_a_long_file_is_cut_with_a_notice(user, handbook):
+    configure("docs", folders=[f"handbook={handbook}"], max_read_bytes=1000)
+    (handbook / "long.md").write_text("# Long\n\n" + "line\n" * 1000)
+    result = ok(run_tool("docs_read", user=user, path="handbook/long.md"))
+    assert result["truncated"] is True and len(result["content"]) == 1000
+    assert "only the first 1,000 were read" in result["notice"]
+
+
+def test_unknown_folders_and_files_are_errors(user, handbook):
+    call = run_tool("docs_read", user=user, path="elsewhere/x.md")
+    assert call.status == "failed" and "the folders are: docs, handbook" in call.error
+    call = run_tool("docs_read", user=user, path="handbook/missing.md")
+    assert call.status == "failed" and "'missing.md' does not exist" in call.error
+
+
+def test_the_project_docs_can_be_switched_off(user, handbook):
+    configure("docs", folders=[f"handbook={handbook}"], include_project_docs=False)
+    files = [f["path"] for f in ok(run_tool("docs_list", user=user))["files"]]
+    assert files and not any(p.startswith("docs/") for p in files)
+
+
+def test_folder_settings_are_validated():
+    from tools_app.executors.docs.settings import DocsSettings
+
+    for bad in (["relative/path"], ["x=/a", "x=/b"], ["bad name=/a"], ["docs=/a"]):
+        with pytest.raises(ValueError):
+            DocsSettings(folders=bad)
+    assert DocsSettings(folders=["/srv/manuals"]).folders == ["manuals=/srv/manuals"]

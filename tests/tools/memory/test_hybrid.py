@@ -1,0 +1,149 @@
+"""Hybrid memory search: vectors from the local model (offline, in the worker) or from an
+OpenAI-compatible /v1/embeddings (the scripted server speaks the real wire format), fused
+with full-text results by reciprocal rank."""
+
+from __future__ import annotations
+
+import pytest
+
+from chat_app.models import Provider
+from tests.helpers import require
+from tests.tools.calls import ok, run_tool
+from tests.tools.conftest import configure
+from tools_app.platform.memory import vectors
+from tools_app.platform.memory.minilm import ModelMissing, model_dir
+from tools_app.platform.models import MemoryChunk
+
+pytestmark = [pytest.mark.modes, pytest.mark.django_db(transaction=True)]
+
+FACTS = [
+    "My favourite colour is green.",
+    "The staging server is called kestrel.",
+    "Lunch on Fridays is pizza.",
+    "The cat sleeps on the red sofa.",
+]
+
+
+def local_model() -> None:
+    try:
+        model_dir()
+    except ModelMissing as exc:
+        require(False, str(exc))
+
+
+@pytest.fixture(autouse=True)
+def _fresh_vector_cache():
+    vectors.forget_cache()  # ids repeat across tests' databases
+
+
+def save_facts(user):
+    for fact in FACTS:
+        ok(run_tool("memory_save", user=user, content=fact))
+
+
+def test_the_local_embedder_finds_by_meaning(user):
+    local_model()
+    configure("memory", embedder="local")
+    save_facts(user)
+    assert set(MemoryChunk.objects.values_list("embedder", flat=True)) == {"local:all-MiniLM-L6-v2"}
+    result = ok(run_tool("memory_search", user=user, query="what hue do I like", top_k=2))
+    assert result["mode"] == "hybrid" and "notice" not in result
+    top = result["results"][0]
+    assert top["content"] == "My favourite colour is green."
+    assert top["matched_by"] == ["vector"] and top["similarity"] > 0.3
+    food = ok(run_tool("memory_search", user=user, query="what do we eat at the end of the week"))
+    assert food["results"][0]["content"] == "Lunch on Fridays is pizza."
+
+
+def test_a_chunk_found_both_ways_ranks_first(user):
+    local_model()
+    configure("memory", embedder="local")
+    save_facts(user)
+    ok(run_tool("memory_save", user=user, content="Green tea is served at the cat cafe."))
+    results = ok(run_tool("memory_search", user=user, query="favourite colour green"))["results"]
+    assert results[0]["content"] == "My favourite colour is green."
+    assert results[0]["matched_by"] == ["full-text", "vector"]
+
+
+def test_a_new_chunk_is_searchable_at_once(user):
+    local_model()
+    configure("memory", embedder="local")
+    save_facts(user)
+    ok(run_tool("memory_search", user=user, query="colour"))  # the vectors are now cached
+    ok(run_tool("memory_save", user=user, content="The office dog is named Biscuit."))
+    top = ok(run_tool("memory_search", user=user, query="pet animal at work"))["results"][0]
+    assert "Biscuit" in top["content"]
+
+
+@pytest.fixture
+def embedding_provider(llm, transactional_db):
+    return Provider.objects.create(
+        name="embeddings", kind="openai", base_url=llm.openai_base_url, model="chat-model"
+    )
+
+
+def test_the_provider_embedder_uses_v1_embeddings(user, llm, embedding_provider):
+    configure(
+        "memory",
+        embedder="provider",
+        embedding_provider="embeddings",
+        embedding_model="hash-embed-1",
+    )
+    save_facts(user)
+    calls = [r for r in llm.requests if r["_path"] == "/v1/embeddings"]
+    assert calls and all(r["model"] == "hash-embed-1" for r in calls)
+    result = ok(run_tool("memory_search", user=user, query="kestrel staging"))
+    assert result["mode"] == "hybrid"
+    assert result["embedder"] == "provider:embeddings:hash-embed-1"
+    top = result["results"][0]
+    assert "kestrel" in top["content"] and top["matched_by"] == ["full-text", "vector"]
+
+
+def test_an_unreachable_embedder_loses_nothing(user, transactional_db):
+    Provider.objects.create(
+        name="gone", kind="openai", base_url="http://127.0.0.1:9/v1", model="m", is_default=True
+    )
+    configure("memory", embedder="provider", embedding_model="m", timeout_seconds=5)
+    saved = ok(run_tool("memory_save", user=user, content="The backup runs at 3 am."))
+    assert "saved without vectors" in saved["notice"] and "cannot reach" in saved["notice"]
+    result = ok(run_tool("memory_search", user=user, query="backup"))
+    assert result["mode"] == "full-text"
+    assert result["notice"].startswith("vector search unavailable")
+    assert result["results"][0]["content"] == "The backup runs at 3 am."
+
+
+def test_an_anthropic_provider_cannot_embed(user, transactional_db):
+    Provider.objects.create(name="claude", kind="anthropic", model="c", is_default=True)
+    configure("memory", embedder="provider")
+    saved = ok(run_tool("memory_save", user=user, content="A fact."))
+    assert "embeddings need an OpenAI-compatible provider" in saved["notice"]
+
+
+def test_memory_reindex_embeds_what_was_saved_without_vectors(user):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    local_model()
+    save_facts(user)  # no embedder yet: full text only
+    assert set(MemoryChunk.objects.values_list("embedder", flat=True)) == {""}
+    configure("memory", embedder="local")
+    out = StringIO()
+    call_command("memory_reindex", stdout=out)
+    assert "done: 4 chunk(s) embedded" in out.getvalue()
+    top = ok(run_tool("memory_search", user=user, query="what hue do I like"))["results"][0]
+    assert top["content"] == "My favourite colour is green." and "vector" in top["matched_by"]
+    out = StringIO()
+    call_command("memory_reindex", stdout=out)
+    assert "done: 0 chunk(s) embedded" in out.getvalue()
+
+
+def test_unrelated_chunks_are_not_returned_as_vector_matches(user):
+    local_model()
+    configure("memory", embedder="local")
+    save_facts(user)
+    result = ok(run_tool("memory_search", user=user, query="quantum chromodynamics lecture"))
+    assert result["mode"] == "hybrid" and result["results"] == []
+    configure("memory", embedder="local", min_similarity=-1.0)
+    everything = ok(run_tool("memory_search", user=user, query="quantum chromodynamics lecture"))
+    assert everything["count"] == len(FACTS)
