@@ -15,7 +15,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "latest.json"
-BENCHES = ["roundtrip", "binding", "sandbox_roundtrip", "browser_pool", "memory_search", "concurrency"]
+BENCHES = [
+    "roundtrip",
+    "binding",
+    "sandbox_roundtrip",
+    "browser_pool",
+    "memory_search",
+    "concurrency",
+]
 
 
 def run_one(name: str) -> dict[str, object]:
