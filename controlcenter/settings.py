@@ -200,6 +200,9 @@ LLM = {
     "native_tools": envchoice("LLM_NATIVE_TOOLS", ("auto", "true", "false"), "auto"),
     "timeout": envfloat("LLM_TIMEOUT", 120.0),
 }
+# Fernet keys for secrets at rest (controlcenter/secrets.py): the first encrypts, all decrypt.
+# Unset: one key derived from SECRET_KEY. Rotation: README "Secrets at rest".
+SECRETS_KEYS = [k.strip() for k in envstr("SECRETS_KEYS").split(",") if k.strip()]
 AGENT_MAX_ROUNDS = envint("AGENT_MAX_ROUNDS", 10, minimum=1)
 WORKSPACES_DIR = Path(envstr("WORKSPACES_DIR", str(VAR_DIR / "workspaces"))).resolve()
 MEDIA_DIR = VAR_DIR / "media"
