@@ -163,6 +163,9 @@ def _last_test(group: str) -> ToolCall | None:
 
 def group_rows(names: list[str] | None = None) -> list[GroupRow]:
     """The manager's rows, ordered like the prompts (group order, then name)."""
+    from tools_app.imported import imported_sync
+
+    imported_sync()
     groups = sorted(GROUPS.values(), key=lambda g: (g.order, g.name))
     if names is not None:
         groups = [g for g in groups if g.name in names]

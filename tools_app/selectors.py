@@ -37,6 +37,7 @@ class ToolState:
     disabled_reason: str | None
     requires_approval: bool
     settings: GroupSettings
+    calls_per_minute: int | None = None  # the function's own limit, when an admin set one
 
 
 def tool_state(tool: type[BaseTool]) -> ToolState:
@@ -52,6 +53,7 @@ def tool_state(tool: type[BaseTool]) -> ToolState:
     return ToolState(
         disabled_reason=reason,
         requires_approval=function.requires_approval,
+        calls_per_minute=function.calls_per_minute,
         settings=_validated_settings(tool.tool_group, dict(group.settings) if group else {}),
     )
 
@@ -83,6 +85,9 @@ def enabled_tools(allowed: Iterable[str] | None = None) -> list[type[BaseTool]]:
     disabled_functions = set(
         ToolFunctionConfig.objects.filter(enabled=False).values_list("name", flat=True)
     )
+    from tools_app.imported import imported_sync
+
+    imported_sync()
     allowed_set = set(allowed) if allowed is not None else None
     tools = [
         tool

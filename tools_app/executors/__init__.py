@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 
-EXECUTORS: list[str] = ["shell", "file", "http", "dev", "docker", "time", "browser"]
+EXECUTORS: list[str] = ["shell", "file", "http", "dev", "docker", "time", "browser", "openapi"]
 
 
 def load_all() -> None:

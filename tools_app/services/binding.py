@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from tools_app import selectors
 from tools_app.errors import PolicyDenied, ToolError
+from tools_app.imported import imported_sync
 from tools_app.models import ToolCall
 from tools_app.registry import GROUPS, TOOLS, BaseTool, GroupSettings, get_tool, is_latent
 from tools_app.runtime import BindContext
@@ -63,7 +64,9 @@ def format_validation_error(tool: str, exc: ValidationError) -> str:
     for err in exc.errors():
         loc = ".".join(str(p) for p in err.get("loc", ())) or "(arguments)"
         kind = err.get("type", "")
-        if kind == "missing":
+        if not loc or loc == "(arguments)":
+            parts.append(str(err.get("msg", "invalid")).removeprefix("Value error, "))
+        elif kind == "missing":
             parts.append(f"'{loc}' is required")
         elif kind == "extra_forbidden":
             parts.append(f"'{loc}' is not an argument of {tool}")
@@ -112,7 +115,11 @@ def _valid_text(request: CallRequest, value: dict[str, Any]) -> dict[str, Any]:
 def _lookup(
     request: CallRequest, allowed_tools: set[str] | None
 ) -> tuple[type[BaseTool], selectors.ToolState]:
+    imported_sync()
     tool = get_tool(request.tool)
+    if tool is None:  # perhaps imported a moment ago by another process
+        imported_sync(force=True)
+        tool = get_tool(request.tool)
     offered = sorted(TOOLS if allowed_tools is None else allowed_tools & set(TOOLS))
     if tool is None:
         raise _Refused(
@@ -138,6 +145,7 @@ def _check_limits(
     limits: CallLimits | None,
     turn_id: int | None,
     conversation_id: int | None,
+    function_limit: int | None = None,
 ) -> None:
     ran = ToolCall.objects.filter(policy_verdict="allowed")
     if (
@@ -163,14 +171,14 @@ def _check_limits(
             f"limit: this conversation reached its maximum of {limits.per_conversation} tool calls",
             verdict="rate_limited",
         )
-    if settings.calls_per_minute:
+    per_minute = settings.calls_per_minute if function_limit is None else function_limit
+    if per_minute:
         since = timezone.now() - timedelta(seconds=60)
         recent = ran.filter(tool=tool.tool_name, created_at__gte=since).count()
-        if recent >= settings.calls_per_minute:
+        if recent >= per_minute:
             raise _Refused(
                 ToolCall.Status.DENIED,
-                f"limit: {tool.tool_name} may run {settings.calls_per_minute} times per minute; "
-                "try again later",
+                f"limit: {tool.tool_name} may run {per_minute} times per minute; try again later",
                 verdict="rate_limited",
             )
 
@@ -233,6 +241,7 @@ def toolcall_bind(
             limits=limits,
             turn_id=turn_id,
             conversation_id=ctx.conversation_id,
+            function_limit=state.calls_per_minute,
         )
         call.policy_verdict = "allowed"
         call.latent = is_latent(tool)
