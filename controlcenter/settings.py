@@ -203,6 +203,11 @@ LLM = {
 # Fernet keys for secrets at rest (controlcenter/secrets.py): the first encrypts, all decrypt.
 # Unset: one key derived from SECRET_KEY. Rotation: README "Secrets at rest".
 SECRETS_KEYS = [k.strip() for k in envstr("SECRETS_KEYS").split(",") if k.strip()]
+# stdio MCP servers are installed into this virtualenv (manage.py mcp_servers install PKG);
+# it is mounted read-only into their sandbox.
+MCP_SERVERS_VENV = Path(envstr("MCP_SERVERS_VENV", str(VAR_DIR / "mcp-venv"))).resolve()
+# /mcp/ (our tools for outside MCP clients): requests per token per minute.
+MCP_RATE_LIMIT_PER_MINUTE = envint("MCP_RATE_LIMIT_PER_MINUTE", 120, minimum=1)
 AGENT_MAX_ROUNDS = envint("AGENT_MAX_ROUNDS", 10, minimum=1)
 WORKSPACES_DIR = Path(envstr("WORKSPACES_DIR", str(VAR_DIR / "workspaces"))).resolve()
 MEDIA_DIR = VAR_DIR / "media"

@@ -9,7 +9,17 @@ from __future__ import annotations
 
 import importlib
 
-EXECUTORS: list[str] = ["shell", "file", "http", "dev", "docker", "time", "browser", "openapi"]
+EXECUTORS: list[str] = [
+    "shell",
+    "file",
+    "http",
+    "dev",
+    "docker",
+    "time",
+    "browser",
+    "openapi",
+    "mcp",
+]
 
 
 def load_all() -> None:
