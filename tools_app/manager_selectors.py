@@ -14,7 +14,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from tools_app import selectors
-from tools_app.models import ToolCall, ToolFunctionConfig, ToolGroupConfig
+from tools_app.models import ToolCall, ToolFunctionConfig, ToolGroupConfig, ToolSource
 from tools_app.registry import GROUPS, BaseTool, GroupSettings, ToolGroup
 
 logger = logging.getLogger(__name__)
@@ -62,6 +62,7 @@ class GroupRow:
     denied_24h: int = 0
     last_test: ToolCall | None = None
     functions: list[FunctionRow] = field(default_factory=list)
+    source: ToolSource | None = None  # imported groups: the MCP server or OpenAPI document
 
     @property
     def failures_24h(self) -> int:
@@ -172,6 +173,7 @@ def group_rows(names: list[str] | None = None) -> list[GroupRow]:
     enabled = dict(ToolGroupConfig.objects.values_list("name", "enabled"))
     function_configs = {c.name: c for c in ToolFunctionConfig.objects.all()}
     activity = _activity_24h()
+    sources = {s.group_name: s for s in ToolSource.objects.all()}
     rows = []
     for group in groups:
         settings = selectors.group_settings(group.name)
@@ -186,6 +188,7 @@ def group_rows(names: list[str] | None = None) -> list[GroupRow]:
                 failed_24h=counts.get("failed", 0),
                 denied_24h=counts.get("denied", 0),
                 last_test=_last_test(group.name),
+                source=sources.get(group.name),
                 functions=[
                     FunctionRow(
                         tool,

@@ -12,6 +12,7 @@ import pytest
 from django.conf import settings
 
 from tests.conftest import ROOT
+from tests.e2e.conftest import app_server, browser, page  # noqa: F401  (fixtures)
 from tests.helpers import require
 from tests.tools.mcp.servers import Observed, serve_mcp
 
