@@ -33,13 +33,14 @@ def tokens(request: HttpRequest) -> HttpResponse:
             messages.success(
                 request, f"Token “{token.name}” created. Copy it now: it is not shown again."
             )
+    user_id = int(request.user.pk or 0)  # login_required: always a real user here
     context = {
-        "tokens": ApiToken.objects.filter(user_id=request.user.pk).select_related("agent"),
+        "tokens": ApiToken.objects.filter(user_id=user_id).select_related("agent"),
         "agents": Agent.objects.all(),
         "created": created,
         "mcp_url": request.build_absolute_uri("/mcp/"),
         "waiting": ToolCall.objects.filter(
-            user_id=request.user.pk,
+            user_id=user_id,
             source=ToolCall.Source.MCP,
             status=ToolCall.Status.AWAITING_APPROVAL,
         ).order_by("created_at"),
