@@ -15,7 +15,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "latest.json"
-BENCHES = ["roundtrip", "binding", "sandbox_roundtrip", "browser_pool"]
+BENCHES = ["roundtrip", "binding", "sandbox_roundtrip", "browser_pool", "mcp_overhead"]
 
 
 def run_one(name: str) -> dict[str, object]:

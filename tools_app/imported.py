@@ -51,6 +51,10 @@ class ImportedTool(BaseTool, abstract=True):
     source_name: ClassVar[str] = ""
     source_kind: ClassVar[str] = ""
     spec: ClassVar[dict[str, Any]] = {}
+    # The ToolSource row as registered (this revision): activities read its connection from
+    # here instead of querying it on every call.
+    source_row: ClassVar[Any] = None
+    _compiled: ClassVar[Any] = None
 
     @model_validator(mode="before")
     @classmethod
@@ -66,11 +70,20 @@ class ImportedTool(BaseTool, abstract=True):
             for k, v in data.items()
             if not (v is None and k not in required and not _allows_null(properties.get(k)))
         }
-        validator = jsonschema.Draft202012Validator(schema)
+        validator = cls._validator()
         errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
         if errors:
             raise ValueError("; ".join(_describe(e) for e in errors[:5]))
         return data
+
+    @classmethod
+    def _validator(cls) -> jsonschema.Draft202012Validator:
+        # Built once per function (building one costs more than a validation).
+        cached = cls.__dict__.get("_compiled")
+        if cached is None:
+            cached = jsonschema.Draft202012Validator(cls.input_schema)
+            cls._compiled = cached
+        return cached
 
     @property
     def arguments(self) -> dict[str, Any]:
@@ -190,6 +203,7 @@ def _make_tool(source: Any, group: ToolGroup, spec: dict[str, Any]) -> type[Impo
         "source_name": source.name,
         "source_kind": source.kind,
         "spec": spec,
+        "source_row": source,
     }
     kwds = {"name": spec["name"], "group": group.name, "activity": activity_name}
     cls = types.new_class(

@@ -19,7 +19,9 @@ def mcp_call(args: McpTool, ctx: ActivityContext) -> dict[str, Any]:
     from tools_app.executors.mcp.services import server_spec
 
     tool = type(args)
-    source = ToolSource.objects.filter(name=tool.source_name, kind=ToolSource.Kind.MCP).first()
+    source = tool.source_row  # the row this function was registered from (same revision)
+    if source is None:
+        source = ToolSource.objects.filter(name=tool.source_name, kind="mcp").first()
     if source is None:
         raise ToolError(f"the MCP server {tool.source_name!r} is no longer registered")
     settings: McpSettings = ctx.settings  # type: ignore[assignment]

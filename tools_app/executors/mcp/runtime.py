@@ -143,7 +143,8 @@ class McpRuntime:
 
         async def runner() -> None:
             try:
-                box["result"] = await asyncio.wait_for(make(), timeout)
+                async with asyncio.timeout(timeout):  # no extra task, unlike wait_for
+                    box["result"] = await make()
             except BaseException as exc:
                 box["error"] = exc
             finally:
