@@ -73,11 +73,13 @@ def measure() -> dict[str, Any]:
         from mcp.client.session import ClientSession
 
         with open(os.devnull, "w") as errlog:
-            async with stdio_streams(spec, errlog) as (read, write, _):
-                async with ClientSession(read, write) as session:
-                    await session.initialize()
-                    opened["session"] = session
-                    await close.wait()
+            async with (
+                stdio_streams(spec, errlog) as (read, write, _),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                opened["session"] = session
+                await close.wait()
 
     owner = asyncio.run_coroutine_threadsafe(own_session(), loop)
     while "session" not in opened:
