@@ -8,7 +8,7 @@ from django.apps import apps
 from django.core.management.base import BaseCommand
 from django.db import connection, transaction
 
-from controlcenter.secrets import EncryptedTextField, new_key, rotate
+from controlcenter.secrets import EncryptedTextField, derived_key, new_key, rotate
 
 
 class Command(BaseCommand):
@@ -19,10 +19,21 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--new-key", action="store_true", help="Print a new key and exit.")
+        parser.add_argument(
+            "--derived-key",
+            action="store_true",
+            help="Print the key derived from the current SECRET_KEY (put it in SECRETS_KEYS "
+            "before changing SECRET_KEY) and exit.",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["new_key"]:
             self.stdout.write(new_key())
+            return
+        if options["derived_key"]:
+            from django.conf import settings
+
+            self.stdout.write(derived_key(settings.SECRET_KEY).decode("ascii"))
             return
         total = 0
         for model in apps.get_models():
