@@ -82,6 +82,15 @@ def make_server(observed: Observed) -> Any:
             ),
         ]
 
+    @server.tool(description="Add a tool named after the argument and announce the change.")
+    async def grow(name: str, ctx: Context) -> str:
+        def grown(text: str) -> str:
+            return f"{name}: {text}"
+
+        server.add_tool(grown, name=name, description=f"A tool added at run time ({name}).")
+        await ctx.session.send_tool_list_changed()
+        return f"added {name}"
+
     @server.tool(description="Always fails.")
     def broken() -> str:
         raise ToolError("this tool is broken on purpose")
@@ -90,12 +99,15 @@ def make_server(observed: Observed) -> Any:
 
 
 @contextmanager
-def serve_mcp(observed: Observed | None = None) -> Iterator[tuple[str, Observed]]:
+def serve_mcp(
+    observed: Observed | None = None, *, sse: bool = False
+) -> Iterator[tuple[str, Observed]]:
     import uvicorn
     from starlette.types import ASGIApp, Receive, Scope, Send
 
     observed = observed or Observed()
-    app = make_server(observed).streamable_http_app()
+    server_ = make_server(observed)
+    app = server_.sse_app() if sse else server_.streamable_http_app()
 
     def recording(inner: ASGIApp) -> ASGIApp:
         async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
@@ -125,7 +137,7 @@ def serve_mcp(observed: Observed | None = None) -> Iterator[tuple[str, Observed]
             raise RuntimeError("the test MCP server did not start")
         time.sleep(0.02)
     try:
-        yield f"http://127.0.0.1:{port}/mcp", observed
+        yield f"http://127.0.0.1:{port}/{'sse' if sse else 'mcp'}", observed
     finally:
         server.should_exit = True
         thread.join(timeout=10)

@@ -61,8 +61,8 @@ def test_it_refuses_a_loopback_url_unless_allowed(
 
 def test_it_discovers_the_tools_as_a_group(server: Any) -> None:
     source, _ = server
-    assert source.state == "up" and source.tool_count == 4
-    assert {f["name"] for f in source.functions} == {"echo", "slow", "picture", "broken"}
+    assert source.state == "up" and source.tool_count == 5
+    assert {f["name"] for f in source.functions} == {"echo", "slow", "picture", "broken", "grow"}
     echo = get_tool("echo")
     assert echo is not None and echo.tool_group == "mcp_testtools"
     schema = echo.openai_schema()["function"]
@@ -159,3 +159,63 @@ def test_stop_sends_cancelled_to_the_server_and_marks_the_call_cancelled(
     assert done.status == "cancelled"
     assert observed.slow_cancelled.wait(10), "the server never heard notifications/cancelled"
     assert not observed.slow_finished.is_set()
+
+
+def test_a_server_announcing_new_tools_is_listed_again(server: Any, user: Any) -> None:
+    from tests.helpers import wait_for
+
+    source, _ = server
+    call = run(user, "grow", {"name": "sprout"})
+    assert call.status == "succeeded", call.result
+
+    def listed() -> bool:
+        source.refresh_from_db()
+        return "sprout" in {f["name"] for f in source.functions}
+
+    wait_for(listed, timeout=15, message="tools/list_changed to bring in the new tool")
+    grown = run(user, "sprout", {"text": "hi"})
+    assert grown.status == "succeeded", grown.result
+    assert grown.result["text"] == "sprout: hi"
+
+
+def test_an_sse_server_works_too(transactional_db: None, staff_user: Any, user: Any) -> None:
+    from tests.tools.mcp.servers import serve_mcp
+    from tools_app.executors.mcp.runtime import runtime
+
+    with serve_mcp(sse=True) as (url, _):
+        source = mcp_server_add(
+            name="old-sse", url=url, transport="sse", allow_private=True, user=staff_user
+        )
+        names = mcp_refresh(source)
+        assert "echo" in names
+        call = run(user, "echo", {"text": "over sse"})
+        assert call.status == "succeeded", call.result
+        assert call.result["text"] == "over sse"
+        runtime().close_all(timeout=5)
+
+
+def test_a_crashing_stdio_server_is_down_with_its_stderr_and_backs_off(
+    transactional_db: None, staff_user: Any
+) -> None:
+    from tests.tools.conftest import require_backend
+    from tools_app.errors import ToolError
+    from tools_app.executors.mcp.runtime import runtime
+    from tools_app.executors.mcp.services import server_spec
+
+    require_backend("bubblewrap")
+    source = mcp_server_add(
+        name="crashy",
+        command=["sh", "-c", "echo boom-on-start >&2; exit 3"],
+        settings={"sandbox_backend": "bubblewrap"},
+        user=staff_user,
+    )
+    with pytest.raises(SourceError, match="could not be started"):
+        mcp_refresh(source)
+    source.refresh_from_db()
+    assert source.state == "down" and "boom-on-start" in source.last_error
+    rt = runtime()
+    spec = server_spec(source)
+    with pytest.raises(ToolError, match="could not be started"):
+        rt.run(lambda: rt.list_tools(spec), timeout=30)
+    with pytest.raises(ToolError, match="next restart attempt in"):
+        rt.run(lambda: rt.list_tools(spec), timeout=30)  # no restart in a tight loop
