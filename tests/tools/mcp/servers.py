@@ -91,6 +91,11 @@ def make_server(observed: Observed) -> Any:
         await ctx.session.send_tool_list_changed()
         return f"added {name}"
 
+    @server.tool(description="Block the server's event loop (a hung server).")
+    async def hang(seconds: float) -> str:
+        time.sleep(seconds)  # noqa: ASYNC251 - on purpose: nothing else is answered meanwhile
+        return "woke up"
+
     @server.tool(description="Always fails.")
     def broken() -> str:
         raise ToolError("this tool is broken on purpose")

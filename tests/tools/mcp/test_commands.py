@@ -29,11 +29,11 @@ def test_mcp_servers_add_list_refresh_remove_over_http(
     out = run(
         "mcp_servers", "add", "cli-http", "--url", url, "--header", "X-Team=red", "--allow-private"
     )
-    assert "registered MCP server cli-http" in out and "5 tool(s)" in out
+    assert "registered MCP server cli-http" in out and "6 tool(s)" in out
     listing = run("mcp_servers", "list")
     assert "cli-http\thttp" in listing and "up" in listing and "secrets: header X-Team" in listing
     assert "red" not in listing  # secret values never printed
-    assert "cli-http: 5 tool(s)" in run("mcp_servers", "refresh", "cli-http")
+    assert "cli-http: 6 tool(s)" in run("mcp_servers", "refresh", "cli-http")
     assert any(h.get("x-team") == "red" for h in observed.headers)
     run("mcp_servers", "remove", "cli-http")
     assert not ToolSource.objects.filter(name="cli-http").exists()

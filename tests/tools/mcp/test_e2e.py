@@ -42,11 +42,11 @@ def test_an_admin_registers_an_mcp_server_and_tests_one_of_its_tools(
     group = page.locator("#group-mcp_e2e_tools")
     expect(group.locator(".source-state")).to_have_text("up", timeout=30_000)
     expect(group.locator("#function-echo")).to_be_visible()
-    expect(group).to_contain_text("5 tools")
+    expect(group).to_contain_text("6 tools")
     shot(page, "manager")
     assert "e2e-secret-token" not in page.content()
     source = ToolSource.objects.get(name="e2e-tools")
-    assert source.state == "up" and source.tool_count == 5
+    assert source.state == "up" and source.tool_count == 6
 
     group.get_by_role("link", name="Test echo").click()
     page.get_by_label("Text").fill("hello from chromium")

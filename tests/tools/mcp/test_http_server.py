@@ -4,6 +4,7 @@ guard, discovery, calls through the real path, results, headers kept secret, Sto
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -61,8 +62,15 @@ def test_it_refuses_a_loopback_url_unless_allowed(
 
 def test_it_discovers_the_tools_as_a_group(server: Any) -> None:
     source, _ = server
-    assert source.state == "up" and source.tool_count == 5
-    assert {f["name"] for f in source.functions} == {"echo", "slow", "picture", "broken", "grow"}
+    assert source.state == "up" and source.tool_count == 6
+    assert {f["name"] for f in source.functions} == {
+        "echo",
+        "slow",
+        "picture",
+        "broken",
+        "grow",
+        "hang",
+    }
     echo = get_tool("echo")
     assert echo is not None and echo.tool_group == "mcp_testtools"
     schema = echo.openai_schema()["function"]
@@ -215,7 +223,29 @@ def test_a_crashing_stdio_server_is_down_with_its_stderr_and_backs_off(
     assert source.state == "down" and "boom-on-start" in source.last_error
     rt = runtime()
     spec = server_spec(source)
-    with pytest.raises(ToolError, match="could not be started"):
+    # No restart in a tight loop: at once it says when; after the backoff it tries again,
+    # and the next wait is longer.
+    with pytest.raises(ToolError, match="next restart attempt is in 1 s"):
         rt.run(lambda: rt.list_tools(spec), timeout=30)
-    with pytest.raises(ToolError, match="next restart attempt in"):
-        rt.run(lambda: rt.list_tools(spec), timeout=30)  # no restart in a tight loop
+    time.sleep(1.2)
+    with pytest.raises(ToolError, match="could not be started.*boom-on-start"):
+        rt.run(lambda: rt.list_tools(spec), timeout=30)
+    with pytest.raises(ToolError, match="next restart attempt is in 2 s"):
+        rt.run(lambda: rt.list_tools(spec), timeout=30)
+
+
+def test_a_hung_server_times_out_and_is_marked_down(server: Any, user: Any) -> None:
+    from tests.helpers import wait_for
+    from tools_app.models import ToolFunctionConfig
+
+    source, _ = server
+    ToolFunctionConfig.objects.create(name="hang", timeout_seconds=1)
+    call = run(user, "hang", {"seconds": 9})
+    assert call.status == "failed" and call.error == "timed out after 1 s"
+
+    def down() -> bool:
+        source.refresh_from_db()
+        return source.state == "down"
+
+    wait_for(down, timeout=15, message="the hung server to be marked down")
+    assert "stopped answering" in source.last_error
