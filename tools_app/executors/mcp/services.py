@@ -28,11 +28,9 @@ TRANSPORTS = ("stdio", "http", "sse")
 
 
 def _settings(source: ToolSource) -> McpSettings:
-    from tools_app import selectors
-
-    settings = selectors.group_settings(source.group_name)
-    assert isinstance(settings, McpSettings)
-    return settings
+    # Read straight from the database: this process may not have registered the group yet
+    # (a worker refreshing a server registered a moment ago by the web process).
+    return mcp_group_settings(source)
 
 
 def shared_workspace_id(source: ToolSource | str) -> str:
@@ -236,5 +234,13 @@ def mcp_install(packages: list[str], *, venv: Path | None = None) -> str:
 
 
 def mcp_group_settings(source: ToolSource) -> McpSettings:
+    from pydantic import ValidationError
+
     config = ToolGroupConfig.objects.filter(name=source.group_name).first()
-    return McpSettings.model_validate(config.settings if config else {})
+    stored = dict(config.settings) if config else {}
+    known = {k: v for k, v in stored.items() if k in McpSettings.model_fields}
+    try:
+        return McpSettings.model_validate(known)
+    except ValidationError:
+        logger.warning("stored settings of %s are invalid; using defaults", source.group_name)
+        return McpSettings()
