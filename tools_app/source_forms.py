@@ -37,7 +37,9 @@ class McpServerForm(RowsMixin, forms.Form):
         help_text="stdio: the command and its arguments, e.g. mcp-server-time "
         "--local-timezone UTC (installed with manage.py mcp_servers install PACKAGE).",
     )
-    url = forms.URLField(required=False, help_text="HTTP/SSE: e.g. https://mcp.example.com/mcp")
+    url = forms.URLField(
+        required=False, label="URL", help_text="HTTP/SSE: e.g. https://mcp.example.com/mcp"
+    )
     headers = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 3, "class": "mono", **SECRET_WIDGET}),

@@ -34,7 +34,7 @@ def test_an_admin_registers_an_mcp_server_and_tests_one_of_its_tools(
     page.get_by_role("link", name="Add MCP server").click()
     page.get_by_label("Name").fill("e2e-tools")
     page.get_by_label("Transport").select_option("http")
-    page.get_by_label("Url").fill(url)
+    page.get_by_label("URL").fill(url)
     page.get_by_label("Bearer token").fill("e2e-secret-token")
     page.get_by_text("The server is on a private or loopback address").click()
     shot(page, "add-form")
