@@ -3,6 +3,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from controlcenter.secrets import EncryptedTextField
+
 
 class Provider(models.Model):
     """An LLM endpoint. ``openai`` covers every OpenAI-compatible server (OpenAI, Ollama, vLLM,
@@ -22,7 +24,7 @@ class Provider(models.Model):
     base_url = models.CharField(
         max_length=500, blank=True, help_text="e.g. http://localhost:11434/v1 for Ollama"
     )
-    api_key = models.CharField(max_length=500, blank=True)
+    api_key = EncryptedTextField(help_text="Encrypted at rest; write-only in forms.")
     model = models.CharField(max_length=200)
     native_tools = models.CharField(
         max_length=8, choices=NativeTools.choices, default=NativeTools.AUTO

@@ -15,11 +15,13 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from chat_app.routing import websocket_urlpatterns as chat_ws  # noqa: E402
+from tools_app.mcp_server import McpRouter  # noqa: E402
 from tools_app.routing import websocket_urlpatterns as tools_ws  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        # /mcp/: our governed tools for outside MCP clients (tools_app.mcp_server).
+        "http": McpRouter(django_asgi_app),
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(URLRouter([*chat_ws, *tools_ws]))
         ),

@@ -264,6 +264,14 @@ LLM = {
     "native_tools": envchoice("LLM_NATIVE_TOOLS", ("auto", "true", "false"), "auto"),
     "timeout": envfloat("LLM_TIMEOUT", 120.0),
 }
+# Fernet keys for secrets at rest (controlcenter/secrets.py): the first encrypts, all decrypt.
+# Unset: one key derived from SECRET_KEY. Rotation: README "Secrets at rest".
+SECRETS_KEYS = [k.strip() for k in envstr("SECRETS_KEYS").split(",") if k.strip()]
+# stdio MCP servers are installed into this virtualenv (manage.py mcp_servers install PKG);
+# it is mounted read-only into their sandbox.
+MCP_SERVERS_VENV = Path(envstr("MCP_SERVERS_VENV", str(VAR_DIR / "mcp-venv"))).resolve()
+# /mcp/ (our tools for outside MCP clients): requests per token per minute.
+MCP_RATE_LIMIT_PER_MINUTE = envint("MCP_RATE_LIMIT_PER_MINUTE", 120, minimum=1)
 AGENT_MAX_ROUNDS = envint("AGENT_MAX_ROUNDS", 10, minimum=1)
 # The largest chat message (and websocket frame) accepted; bigger ones get a clear error.
 CHAT_MAX_MESSAGE_BYTES = envint("CHAT_MAX_MESSAGE_BYTES", 256 * 1024, minimum=1024)

@@ -14,7 +14,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from tools_app import selectors
-from tools_app.models import ToolCall, ToolFunctionConfig, ToolGroupConfig
+from tools_app.models import ToolCall, ToolFunctionConfig, ToolGroupConfig, ToolSource
 from tools_app.registry import GROUPS, BaseTool, GroupSettings, ToolGroup
 
 logger = logging.getLogger(__name__)
@@ -63,6 +63,7 @@ class GroupRow:
     last_test: ToolCall | None = None
     functions: list[FunctionRow] = field(default_factory=list)
     listing: list[dict[str, str]] = field(default_factory=list)
+    source: ToolSource | None = None  # imported groups: the MCP server or OpenAPI document
 
     @property
     def failures_24h(self) -> int:
@@ -174,12 +175,16 @@ def _listing(group: ToolGroup, settings: GroupSettings) -> list[dict[str, str]]:
 
 def group_rows(names: list[str] | None = None) -> list[GroupRow]:
     """The manager's rows, ordered like the prompts (group order, then name)."""
+    from tools_app.imported import imported_sync
+
+    imported_sync()
     groups = sorted(GROUPS.values(), key=lambda g: (g.order, g.name))
     if names is not None:
         groups = [g for g in groups if g.name in names]
     enabled = dict(ToolGroupConfig.objects.values_list("name", "enabled"))
     function_configs = {c.name: c for c in ToolFunctionConfig.objects.all()}
     activity = _activity_24h()
+    sources = {s.group_name: s for s in ToolSource.objects.all()}
     rows = []
     for group in groups:
         settings = selectors.group_settings(group.name)
@@ -194,6 +199,7 @@ def group_rows(names: list[str] | None = None) -> list[GroupRow]:
                 failed_24h=counts.get("failed", 0),
                 denied_24h=counts.get("denied", 0),
                 last_test=_last_test(group.name),
+                source=sources.get(group.name),
                 functions=[
                     FunctionRow(
                         tool,

@@ -6,6 +6,8 @@ from typing import Any
 from django.conf import settings as django_settings
 from django.db import models
 
+from controlcenter.secrets import EncryptedTextField
+
 
 class ToolConfigVersion(models.Model):
     """One row whose ``token`` changes on every write to tool configuration (groups and
@@ -79,6 +81,9 @@ class ToolFunctionConfig(models.Model):
     reasoning_for_call = models.BooleanField(
         default=False, help_text="Ask the model to say why it calls this tool (_reasoningForCall)."
     )
+    # Per-function limits; empty: the group's setting applies.
+    timeout_seconds = models.PositiveIntegerField(null=True, blank=True)
+    calls_per_minute = models.PositiveIntegerField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     objects = ConfigQuerySet.as_manager()
@@ -107,6 +112,7 @@ class ToolCall(models.Model):
         SLASH = "slash", "slash command"
         TEST = "test", "Test button"
         API = "api", "API"
+        MCP = "mcp", "MCP client"
 
     TERMINAL = (Status.SUCCEEDED, Status.FAILED, Status.DENIED, Status.CANCELLED)
 
@@ -283,3 +289,92 @@ class Screenshot(models.Model):
 
     def __str__(self) -> str:
         return f"screenshot #{self.pk} ({self.width}×{self.height})"
+
+
+class ToolSource(models.Model):
+    """Where imported tools come from: one MCP server or one OpenAPI document; each source is
+    one tool group. ``config`` holds what may be shown (command, URL, auth *kind*), ``secrets``
+    what may not (headers, tokens, API keys: encrypted at rest, never rendered back).
+
+    ``revision`` changes whenever the tools or the connection change: every process compares
+    the (id, revision) pairs with what it registered and reloads what differs. Status fields
+    change without touching it (they are written by whichever worker talks to the server).
+    """
+
+    class Kind(models.TextChoices):
+        MCP = "mcp", "MCP server"
+        OPENAPI = "openapi", "OpenAPI"
+
+    class State(models.TextChoices):
+        UNKNOWN = "unknown", "not connected yet"
+        REFRESHING = "refreshing", "refreshing"
+        UP = "up", "up"
+        DOWN = "down", "down"
+
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    name = models.SlugField(max_length=40, unique=True)
+    label = models.CharField(max_length=100, blank=True)
+    description = models.TextField(blank=True)
+    config = models.JSONField(default=dict, blank=True)
+    secrets = EncryptedTextField()
+    functions = models.JSONField(default=list, blank=True)
+    revision = models.PositiveIntegerField(default=1)
+    state = models.CharField(max_length=12, choices=State.choices, default=State.UNKNOWN)
+    last_error = models.TextField(blank=True)
+    state_at = models.DateTimeField(null=True, blank=True)
+    refreshed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(
+        django_settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+
+    class Meta:
+        ordering = ["kind", "name"]
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.name}"
+
+    @property
+    def group_name(self) -> str:
+        return f"{self.kind}_{self.name}".replace("-", "_")
+
+    @property
+    def tool_count(self) -> int:
+        return len(self.functions or [])
+
+
+class ApiToken(models.Model):
+    """A personal token for outside MCP clients (``/mcp/``). Only a hash is stored; the token
+    is shown once. Scoped to an agent profile's tools (and optionally fewer)."""
+
+    user = models.ForeignKey(
+        django_settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=16, db_index=True)
+    token_hash = models.CharField(max_length=64, unique=True)
+    agent = models.ForeignKey(
+        "chat_app.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    tools = models.JSONField(
+        default=list, blank=True, help_text="Only these tools (empty: the agent's tools)."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    window_start = models.DateTimeField(null=True, blank=True)
+    window_count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def active(self) -> bool:
+        return self.revoked_at is None

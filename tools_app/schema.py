@@ -129,3 +129,67 @@ def _nullable(prop: dict[str, Any]) -> dict[str, Any]:
     if description:
         wrapped["description"] = description
     return wrapped
+
+
+# --- JSON Schemas that come from outside (MCP servers, OpenAPI documents) ------------------
+_OPENAPI_ONLY = ("discriminator", "xml", "externalDocs", "example", "readOnly", "writeOnly")
+
+
+def normalise_json_schema(schema: Any) -> dict[str, Any]:
+    """An imported input schema as a JSON Schema object: OpenAPI 3.0's ``nullable`` spelled
+    as a type union, OpenAPI-only keywords dropped, always an object at the top."""
+    node = _normalise(copy.deepcopy(schema) if isinstance(schema, dict) else {})
+    if node.get("type") != "object" and "properties" not in node:
+        node = {"type": "object", "properties": {}}
+    node.setdefault("type", "object")
+    node.setdefault("properties", {})
+    return node
+
+
+def _normalise(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_normalise(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _normalise(v) for k, v in node.items() if k not in _OPENAPI_ONLY}
+    if "example" in node and "examples" not in out:
+        out["examples"] = [node["example"]]
+    if out.pop("nullable", False) is True:
+        kind = out.get("type")
+        if isinstance(kind, str):
+            out["type"] = [kind, "null"]
+        elif "anyOf" in out or "oneOf" in out:
+            key = "anyOf" if "anyOf" in out else "oneOf"
+            out[key] = [*out[key], {"type": "null"}]
+    return out
+
+
+def json_schema_is_strict_capable(schema: dict[str, Any]) -> bool:
+    """Whether OpenAI strict mode can express this schema (no free-form values, no keywords
+    strict mode rejects)."""
+    if _free_form(schema):
+        return False
+    return not _has_keyword(schema, ("$ref", "patternProperties", "if", "not", "dependentSchemas"))
+
+
+def _has_keyword(node: Any, keywords: tuple[str, ...]) -> bool:
+    if isinstance(node, list):
+        return any(_has_keyword(n, keywords) for n in node)
+    if not isinstance(node, dict):
+        return False
+    if any(k in node for k in keywords):
+        return True
+    return any(_has_keyword(v, keywords) for v in node.values())
+
+
+def strict_json_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """OpenAI strict shape of an imported schema (see ``strict_schema``)."""
+    node = copy.deepcopy(schema)
+    _walk(node, strict=True)
+    return node
+
+
+def plain_json_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    node = copy.deepcopy(schema)
+    node.pop("title", None)
+    return node

@@ -29,6 +29,8 @@ class _Function:
     enabled: bool = True
     requires_approval: bool = False
     reasoning_for_call: bool = False
+    timeout_seconds: int | None = None  # the function's own limits (None: the group's)
+    calls_per_minute: int | None = None
 
 
 _DEFAULT_FUNCTION = _Function()
@@ -85,9 +87,16 @@ def config_snapshot(*, token: str | None = None) -> ConfigSnapshot:
         )
     }
     functions = {
-        name: _Function(*flags)
-        for name, *flags in ToolFunctionConfig.objects.values_list(
-            "name", "enabled", "requires_approval", "reasoning_for_call"
+        name: _Function(enabled, approval, reasoning, timeout, per_minute)
+        for name, enabled, approval, reasoning, timeout, per_minute in (
+            ToolFunctionConfig.objects.values_list(
+                "name",
+                "enabled",
+                "requires_approval",
+                "reasoning_for_call",
+                "timeout_seconds",
+                "calls_per_minute",
+            )
         )
     }
     snapshot = ConfigSnapshot(token=token, groups=groups, functions=functions)
@@ -124,6 +133,7 @@ class ToolState:
     disabled_reason: str | None
     requires_approval: bool
     settings: GroupSettings
+    calls_per_minute: int | None = None  # the function's own limit, when an admin set one
 
 
 def _disabled_reason(snapshot: ConfigSnapshot, tool: type[BaseTool]) -> str | None:
@@ -139,6 +149,7 @@ def tool_state(tool: type[BaseTool]) -> ToolState:
     return ToolState(
         disabled_reason=_disabled_reason(snapshot, tool),
         requires_approval=snapshot.function(tool.tool_name).requires_approval,
+        calls_per_minute=snapshot.function(tool.tool_name).calls_per_minute,
         settings=snapshot.settings(tool.tool_group),
     )
 
@@ -155,6 +166,8 @@ def function_config(name: str) -> ToolFunctionConfig:
         enabled=flags.enabled,
         requires_approval=flags.requires_approval,
         reasoning_for_call=flags.reasoning_for_call,
+        timeout_seconds=flags.timeout_seconds,
+        calls_per_minute=flags.calls_per_minute,
     )
 
 
@@ -165,6 +178,9 @@ def tool_disabled_reason(tool: type[BaseTool]) -> str | None:
 def enabled_tools(allowed: Iterable[str] | None = None) -> list[type[BaseTool]]:
     """Tools offered to the model: enabled group, enabled function, and (optionally) in
     ``allowed``. Ordered by group then name so prompts are stable."""
+    from tools_app.imported import imported_sync
+
+    imported_sync()
     snapshot = config_snapshot()
     allowed_set = set(allowed) if allowed is not None else None
     tools = [

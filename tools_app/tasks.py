@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import contextlib
+
 from celery import shared_task
 from celery.signals import worker_ready
 
@@ -9,6 +11,21 @@ def run_tool_call(tool_call_id: int) -> None:
     from tools_app.services.execution import toolcall_execute
 
     toolcall_execute(tool_call_id=tool_call_id)
+
+
+@shared_task(name="tools_app.tasks.refresh_tool_source", ignore_result=True)
+def refresh_tool_source(source_id: int) -> None:
+    """Discover an MCP server's tools on a worker (where its sandbox is)."""
+    from tools_app.executors.mcp.services import mcp_refresh
+    from tools_app.models import ToolSource
+    from tools_app.services.sources import SourceError
+
+    source = ToolSource.objects.filter(pk=source_id).first()
+    if source is None:
+        return
+    # A failure is recorded on the source (state "down", last error) for the Tools Manager.
+    with contextlib.suppress(SourceError):
+        mcp_refresh(source)
 
 
 @worker_ready.connect(weak=False, dispatch_uid="cc-maintenance")

@@ -36,6 +36,7 @@ from pydantic import ValidationError
 from chat_app.models import Conversation
 from tools_app import audit_selectors, manager_selectors
 from tools_app.forms import SettingsForm, ToolTestForm
+from tools_app.imported import imported_sync
 from tools_app.models import AuditRecord, ToolCall
 from tools_app.registry import GROUPS, get_tool
 from tools_app.runtime import BindContext
@@ -65,6 +66,7 @@ def staff_only(view: V) -> V:
             return redirect_to_login(request.get_full_path())
         if not request.user.is_staff:
             return HttpResponseForbidden("The Tools Manager is for staff only.")
+        imported_sync()  # MCP / OpenAPI groups registered by another process
         return view(request, *args, **kwargs)
 
     return wrapped  # type: ignore[return-value]

@@ -9,6 +9,7 @@ from django.db import transaction
 from chat_app.events import message_publish, turn_publish
 from chat_app.models import Conversation, Message, Turn
 from tools_app import selectors
+from tools_app.imported import imported_sync
 from tools_app.registry import BaseTool, tool_for_slash
 from tools_app.runtime import BindContext
 from tools_app.services.binding import CallRequest, toolcall_bind, toolcall_dispatch
@@ -39,6 +40,7 @@ def slash_run(*, conversation: Conversation, user_id: int, text: str) -> Turn | 
     word, _, rest = text[1:].partition(" ")
     word = word.strip()
     call = None
+    imported_sync()  # MCP / OpenAPI functions imported in another process
     with transaction.atomic():
         user_message = Message.objects.create(
             conversation=conversation, role=Message.Role.USER, content=text

@@ -64,7 +64,18 @@ class BubblewrapSandbox(Sandbox):
 
     # -- the command line -------------------------------------------------------------------
 
-    def command(self, req: ExecRequest, *, workspace: Path, data_fds: dict[str, int]) -> list[str]:
+    def command(
+        self,
+        req: ExecRequest,
+        *,
+        workspace: Path,
+        data_fds: dict[str, int],
+        data_files: dict[str, Path] | None = None,
+        ro_binds: list[Path] | None = None,
+    ) -> list[str]:
+        """``data_files``: /etc files bound from host files instead of pipes (long-lived
+        processes started by another library, which cannot pass descriptors); ``ro_binds``:
+        host directories mounted read-only at their own path (the MCP servers' venv)."""
         cmd: list[str] = []
         if self.as_root:
             cmd += ["setpriv", f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups"]
@@ -101,6 +112,10 @@ class BubblewrapSandbox(Sandbox):
             cmd += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
         cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]  # noqa: S108 - sandbox path
         cmd += ["--bind", str(workspace), WORKSPACE]
+        for extra in ro_binds or []:
+            cmd += ["--ro-bind", str(extra), str(extra)]
+        for name, path in (data_files or {}).items():
+            cmd += ["--ro-bind", str(path), f"/etc/{name}"]
         # Data files go last: bwrap reads each pipe only when it reaches that step, so the last
         # pipe being drained proves every mount before it succeeded (see exec()).
         for name, fd in data_fds.items():

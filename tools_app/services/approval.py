@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from tools_app import selectors
 from tools_app.errors import PolicyDenied, ToolError
 from tools_app.events import toolcall_publish
+from tools_app.imported import imported_sync
 from tools_app.models import ToolCall
 from tools_app.registry import get_tool
 from tools_app.runtime import BindContext
@@ -24,6 +25,7 @@ class ApprovalError(ToolError):
 
 
 def _revalidate(call: ToolCall, arguments: dict[str, Any]) -> dict[str, Any]:
+    imported_sync()
     tool = get_tool(call.tool)
     if tool is None:
         raise ApprovalError(f"tool {call.tool!r} no longer exists")

@@ -23,6 +23,7 @@ from pydantic import ValidationError
 from controlcenter.celery import app as celery_app
 from tools_app import selectors
 from tools_app.errors import PolicyDenied, ToolError
+from tools_app.imported import imported_sync
 from tools_app.models import ToolCall
 from tools_app.registry import GROUPS, TOOLS, BaseTool, GroupSettings, get_tool, is_latent
 from tools_app.runtime import BindContext
@@ -66,7 +67,9 @@ def format_validation_error(tool: str, exc: ValidationError) -> str:
     for err in exc.errors():
         loc = ".".join(str(p) for p in err.get("loc", ())) or "(arguments)"
         kind = err.get("type", "")
-        if kind == "missing":
+        if not loc or loc == "(arguments)":
+            parts.append(str(err.get("msg", "invalid")).removeprefix("Value error, "))
+        elif kind == "missing":
             parts.append(f"'{loc}' is required")
         elif kind == "extra_forbidden":
             parts.append(f"'{loc}' is not an argument of {tool}")
@@ -115,7 +118,11 @@ def _valid_text(request: CallRequest, value: dict[str, Any]) -> dict[str, Any]:
 def _lookup(
     request: CallRequest, allowed_tools: set[str] | None
 ) -> tuple[type[BaseTool], selectors.ToolState]:
+    imported_sync()
     tool = get_tool(request.tool)
+    if tool is None:  # perhaps imported a moment ago by another process
+        imported_sync(force=True)
+        tool = get_tool(request.tool)
     if tool is None:
         offered = sorted(TOOLS if allowed_tools is None else allowed_tools & set(TOOLS))
         raise _Refused(
@@ -141,6 +148,7 @@ def _check_limits(
     limits: CallLimits | None,
     turn_id: int | None,
     conversation_id: int | None,
+    function_limit: int | None = None,
 ) -> None:
     per_turn = limits.per_turn if limits and turn_id is not None else 0
     per_conversation = limits.per_conversation if limits and conversation_id is not None else 0
@@ -166,16 +174,16 @@ def _check_limits(
                 f"limit: this conversation reached its maximum of {per_conversation} tool calls",
                 verdict="rate_limited",
             )
-    if settings.calls_per_minute:
+    per_minute = settings.calls_per_minute if function_limit is None else function_limit
+    if per_minute:
         since = timezone.now() - timedelta(seconds=60)
         recent = ToolCall.objects.filter(
             policy_verdict="allowed", tool=tool.tool_name, created_at__gte=since
         ).count()
-        if recent >= settings.calls_per_minute:
+        if recent >= per_minute:
             raise _Refused(
                 ToolCall.Status.DENIED,
-                f"limit: {tool.tool_name} may run {settings.calls_per_minute} times per minute; "
-                "try again later",
+                f"limit: {tool.tool_name} may run {per_minute} times per minute; try again later",
                 verdict="rate_limited",
             )
 
@@ -238,6 +246,7 @@ def toolcall_bind(
             limits=limits,
             turn_id=turn_id,
             conversation_id=ctx.conversation_id,
+            function_limit=state.calls_per_minute,
         )
         call.policy_verdict = "allowed"
         call.latent = is_latent(tool)

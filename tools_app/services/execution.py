@@ -23,8 +23,9 @@ from django.utils import timezone
 from tools_app import selectors
 from tools_app.errors import PolicyDenied, ToolCancelled, ToolError, ToolTimeout
 from tools_app.events import toolcall_publish
+from tools_app.imported import imported_sync
 from tools_app.models import AuditRecord, ToolCall, ToolConfigVersion
-from tools_app.registry import activity_name, get_tool, resolve_activity
+from tools_app.registry import GROUPS, activity_name, get_tool, resolve_activity
 from tools_app.runtime import ActivityContext
 from tools_app.services.audit import audit_call
 from tools_app.services.binding import toolcall_send
@@ -97,10 +98,15 @@ def toolcall_execute(*, tool_call_id: int) -> None:
     if call is None:  # cancelled (or taken) before it started
         return
 
+    imported_sync()
     tool = get_tool(call.tool)
+    if tool is None or call.group not in GROUPS:  # imported a moment ago elsewhere
+        imported_sync(force=True)
+        tool = get_tool(call.tool)
     config = selectors.config_snapshot(token=getattr(call, "cc_config_token", None))
     settings = config.settings(_settings_group(call))
-    timeout = float(settings.timeout_seconds)
+    own_timeout = config.function(call.tool).timeout_seconds
+    timeout = float(own_timeout or settings.timeout_seconds)
     ctx = ActivityContext(
         call_id=call.pk,
         tool_name=call.tool,

@@ -88,3 +88,26 @@ def function_switch_set(*, user: Any, tool: str, switch: str, value: bool) -> To
                 after={switch: value},
             )
     return config
+
+
+def function_limits_set(
+    *, user: Any, tool: str, timeout_seconds: int | None, calls_per_minute: int | None
+) -> ToolFunctionConfig:
+    """A function's own timeout and calls-per-minute (None: the group's setting applies)."""
+    if tool not in TOOLS:
+        raise SettingsError(f"unknown tool {tool!r}")
+    with transaction.atomic():
+        config, _ = ToolFunctionConfig.objects.select_for_update().get_or_create(name=tool)
+        before = {
+            "timeout_seconds": config.timeout_seconds,
+            "calls_per_minute": config.calls_per_minute,
+        }
+        after = {"timeout_seconds": timeout_seconds, "calls_per_minute": calls_per_minute}
+        if before != after:
+            config.timeout_seconds = timeout_seconds
+            config.calls_per_minute = calls_per_minute
+            config.save(update_fields=["timeout_seconds", "calls_per_minute", "updated_at"])
+            audit_settings_change(
+                user=user, group=TOOLS[tool].tool_group, tool=tool, before=before, after=after
+            )
+    return config

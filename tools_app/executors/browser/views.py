@@ -20,6 +20,17 @@ def _may_view(user: object, shot: Screenshot) -> bool:
     return shot.user_id is not None and shot.user_id == user_id
 
 
+def _image_type(magic: bytes) -> str:
+    """Screenshots are PNG; images from MCP tools may also be JPEG, GIF or WebP."""
+    if magic.startswith(b"\xff\xd8\xff"):
+        return "image/jpeg"
+    if magic.startswith((b"GIF87a", b"GIF89a")):
+        return "image/gif"
+    if magic.startswith(b"RIFF") and magic[8:12] == b"WEBP":
+        return "image/webp"
+    return "image/png"
+
+
 @require_GET
 def screenshot_view(request: HttpRequest, pk: int) -> FileResponse:
     if not request.user.is_authenticated:
@@ -30,7 +41,9 @@ def screenshot_view(request: HttpRequest, pk: int) -> FileResponse:
     path = screenshot_file(shot)
     if path is None:
         raise Http404("no such screenshot")
-    response = FileResponse(path.open("rb"), content_type="image/png")
+    with path.open("rb") as head:
+        magic = head.read(12)
+    response = FileResponse(path.open("rb"), content_type=_image_type(magic))
     response["Cache-Control"] = "private, max-age=3600"
     response["X-Content-Type-Options"] = "nosniff"
     response["Content-Security-Policy"] = "default-src 'none'; sandbox"
