@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,6 +59,24 @@ class ConfigSnapshot:
 
 _lock = threading.Lock()
 _cached: ConfigSnapshot | None = None
+_pinned = threading.local()
+
+
+@contextmanager
+def config_pinned() -> Iterator[ConfigSnapshot]:
+    """One configuration for a unit of work (a model round): every read inside sees the same
+    snapshot, checked against the stored token once instead of once per read. Nested uses
+    share the outer snapshot."""
+    outer: ConfigSnapshot | None = getattr(_pinned, "snapshot", None)
+    if outer is not None:
+        yield outer
+        return
+    snapshot = config_snapshot()
+    _pinned.snapshot = snapshot
+    try:
+        yield snapshot
+    finally:
+        _pinned.snapshot = None
 
 
 def _current_token() -> str | None:
@@ -73,6 +92,9 @@ def config_snapshot(*, token: str | None = None) -> ConfigSnapshot:
     unchanged, else read again (two queries). ``token``: the stored token, when the caller has
     just read it in a statement of its own (the claim of a tool call does)."""
     global _cached
+    pinned: ConfigSnapshot | None = getattr(_pinned, "snapshot", None)
+    if pinned is not None and token is None:
+        return pinned
     # The token first, then the rows: a copy may be newer than its token (then it is read
     # again next time), never older.
     if token is None:
