@@ -35,7 +35,15 @@ AGENT_ROUND_TASK = "chat_app.tasks.agent_round"
 
 def round_send(turn_id: int) -> None:
     """Put a round on the ``agent`` queue (Celery's message, sent by name: the agent runner
-    consumes it, and so would a plain Celery worker told to)."""
+    consumes it, and so would a plain Celery worker told to). In embedded mode the runner
+    lives in this process and takes the round directly while it has a free slot: the
+    in-memory queue would only serialize the turn id and hand it back to the same process."""
+    if settings.MODE == "embedded":
+        from controlcenter.embedded import embedded_runner
+
+        runner = embedded_runner()
+        if runner is not None and runner.try_submit(turn_id):
+            return
     try:
         celery_app.send_task(AGENT_ROUND_TASK, (turn_id,), queue="agent")
     except Exception as exc:  # the reaper queues it again once the broker is back
