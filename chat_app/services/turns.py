@@ -158,10 +158,15 @@ def turn_stop(*, turn: Turn) -> None:
 def turn_advance(turn_id: int) -> None:
     """Called whenever a tool call of the turn finishes: when none is left unfinished, finish
     a slash/cancelled turn or queue the next model round."""
-    turn = Turn.objects.filter(pk=turn_id).first()
-    if turn is None or not turn.is_running or turn.phase != Turn.Phase.TOOLS:
+    # get(), not first(): an ORDER BY makes Django's compiler hash every selected column,
+    # which costs more than the query itself on this hot path.
+    try:
+        turn = Turn.objects.get(pk=turn_id)
+    except Turn.DoesNotExist:
         return
-    calls = list(turn.tool_calls.values_list("status", flat=True))
+    if not turn.is_running or turn.phase != Turn.Phase.TOOLS:
+        return
+    calls = list(turn.tool_calls.order_by().values_list("status", flat=True))
     if any(status not in ToolCall.TERMINAL for status in calls):
         return
     if turn.cancel_requested:
