@@ -9,6 +9,7 @@ the web process applies to the very next call a worker binds or runs.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import Iterable
@@ -81,9 +82,9 @@ def config_snapshot(*, token: str | None = None) -> ConfigSnapshot:
     if token is not None and cached is not None and cached.token == token:
         return cached
     groups = {
-        name: (enabled, dict(stored or {}))
-        for name, enabled, stored in ToolGroupConfig.objects.values_list(
-            "name", "enabled", "settings"
+        name: (enabled, {**(stored or {}), **group_secrets(secrets)})
+        for name, enabled, stored, secrets in ToolGroupConfig.objects.values_list(
+            "name", "enabled", "settings", "secrets"
         )
     }
     functions = {
@@ -116,6 +117,20 @@ def _validated_settings(name: str, stored: dict[str, Any]) -> GroupSettings:
         return group.settings_model()
 
 
+def group_secrets(stored: str | None) -> dict[str, str]:
+    """The decrypted ``ToolGroupConfig.secrets`` of a group: field name → plain value."""
+    if not stored:
+        return {}
+    try:
+        values = json.loads(stored)
+    except json.JSONDecodeError:
+        logger.warning("stored secrets of a tool group are not JSON; ignoring them")
+        return {}
+    if not isinstance(values, dict):
+        return {}
+    return {str(k): v for k, v in values.items() if isinstance(v, str) and v}
+
+
 def group_settings(name: str) -> GroupSettings:
     """The group's validated settings; defaults for anything never saved."""
     return config_snapshot().settings(name)
@@ -123,7 +138,9 @@ def group_settings(name: str) -> GroupSettings:
 
 def stored_group_settings(config: ToolGroupConfig | None, name: str) -> GroupSettings:
     """The validated settings of a row the caller holds (e.g. locked for an update)."""
-    return _validated_settings(name, dict(config.settings) if config else {})
+    if config is None:
+        return _validated_settings(name, {})
+    return _validated_settings(name, {**config.settings, **group_secrets(config.secrets)})
 
 
 @dataclass(frozen=True)
