@@ -10,6 +10,7 @@ from urllib.parse import quote
 import pytest
 
 from tests.tools.conftest import Tools, make_tools
+from tests.tools.http.conftest import fake_dns  # noqa: F401  (fixture)
 from tools_app.services.settings import group_settings_save
 
 from .servers import SEARXNG_ROUTES, TAVILY_ROUTES, Hit, Response, Server, html_page, serving
@@ -68,8 +69,11 @@ def _json(hit: Hit, server: Server) -> Response:
 
 
 def _big(hit: Hit, server: Server) -> Response:
-    paragraph = "<p>" + "The quick brown fox jumps over the lazy dog. " * 20 + "</p>\n"
-    return html_page("<html><body><article>" + paragraph * 5000 + "</article></body></html>")
+    paragraphs = "".join(
+        f"<p>Paragraph {n}: " + "the quick brown fox jumps over the lazy dog. " * 20 + "</p>\n"
+        for n in range(5000)
+    )
+    return html_page("<html><body><article>" + paragraphs + "</article></body></html>")
 
 
 def _redirect(hit: Hit, server: Server) -> Response:
