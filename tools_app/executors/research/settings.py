@@ -22,13 +22,13 @@ class ResearchSettings(GroupSettings):
     )
     search_url: str = Field(
         "",
-        max_length=500,
+        max_length=200,
         description="Base URL of the search backend, e.g. https://searx.example.org "
         "(SearXNG: /search?format=json is added) or https://api.tavily.com (POST /search).",
     )
     search_api_key: SecretStr = Field(
         SecretStr(""),
-        description="Tavily-compatible API key (stored encrypted, never shown again).",
+        description="API key of a Tavily-compatible backend (unused by SearXNG).",
     )
     search_private_allowed: list[str] = Field(
         default_factory=list,
