@@ -17,8 +17,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection
+from django.db.models import TextField
+from django.db.models.functions import Cast
 from pydantic import ValidationError
 
+from controlcenter.secrets import SecretDecryptionError, decrypt
 from tools_app.models import ToolConfigVersion, ToolFunctionConfig, ToolGroupConfig
 from tools_app.registry import GROUPS, TOOLS, BaseTool, GroupSettings
 
@@ -81,11 +84,14 @@ def config_snapshot(*, token: str | None = None) -> ConfigSnapshot:
     cached = _cached
     if token is not None and cached is not None and cached.token == token:
         return cached
+    # Secrets are read as stored (encrypted) and decrypted per group, so a key that can no
+    # longer be decrypted costs that group its secret, not every tool its configuration.
+    rows = ToolGroupConfig.objects.annotate(
+        stored_secrets=Cast("secrets", output_field=TextField())
+    ).values_list("name", "enabled", "settings", "stored_secrets")
     groups = {
-        name: (enabled, {**(stored or {}), **group_secrets(secrets)})
-        for name, enabled, stored, secrets in ToolGroupConfig.objects.values_list(
-            "name", "enabled", "settings", "secrets"
-        )
+        name: (enabled, {**(stored or {}), **group_secrets(_decrypted(name, secrets))})
+        for name, enabled, stored, secrets in rows
     }
     functions = {
         name: _Function(enabled, approval, reasoning, timeout, per_minute)
@@ -115,6 +121,14 @@ def _validated_settings(name: str, stored: dict[str, Any]) -> GroupSettings:
     except ValidationError:
         logger.warning("stored settings of tool group %s are invalid; using defaults", name)
         return group.settings_model()
+
+
+def _decrypted(name: str, stored: str | None) -> str:
+    try:
+        return decrypt(stored or "")
+    except SecretDecryptionError:
+        logger.error("the secrets of tool group %s cannot be decrypted; ignoring them", name)
+        return ""
 
 
 def group_secrets(stored: str | None) -> dict[str, str]:

@@ -6,11 +6,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from django.db import connection
 
 from tests.tools_manager.conftest import HTMX
 from tools_app import selectors
-from tools_app.models import AuditRecord, ToolGroupConfig
+from tools_app.models import AuditRecord, ToolConfigVersion, ToolGroupConfig
+
+pytestmark = [pytest.mark.modes]  # the encrypted column is read with a cast: both databases
 
 URL = "/tools/groups/research/edit/"
 KEY = "tvly-secret-0a1b2c3d4e5f"
@@ -95,3 +98,20 @@ def test_a_new_key_replaces_the_old_one(staff_client: Any) -> None:
     staff_client.post(URL, _form(search_api_key=KEY), **HTMX)
     staff_client.post(URL, _form(search_api_key="tvly-second-key"), **HTMX)
     assert _stored_key() == "tvly-second-key"
+
+
+def test_a_secret_that_cannot_be_decrypted_costs_only_that_secret(
+    staff_client: Any, caplog: Any
+) -> None:
+    staff_client.post(URL, _form(search_api_key=KEY, max_results="4"), **HTMX)
+    with connection.cursor() as cursor:  # as if SECRETS_KEYS lost the key it was written with
+        cursor.execute(
+            "UPDATE tools_app_toolgroupconfig SET secrets = 'fernet:not-a-token' "
+            "WHERE name = 'research'"
+        )
+    ToolConfigVersion.bump()
+    settings = selectors.group_settings("research")
+    assert settings.search_api_key.get_secret_value() == ""  # type: ignore[attr-defined]
+    assert settings.max_results == 4  # type: ignore[attr-defined]
+    assert selectors.group_settings("time").timeout_seconds == 5
+    assert "the secrets of tool group research cannot be decrypted" in caplog.text
