@@ -30,7 +30,7 @@ def _form(**changes: str) -> dict[str, str]:
         "max_results": "10",
         "search_timeout_seconds": "20",
         "max_urls": "5",
-        "max_chars_per_page": "20000",
+        "max_chars_per_page": "10000",
         "page_timeout_seconds": "20",
     }
     data.update(changes)

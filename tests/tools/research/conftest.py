@@ -3,6 +3,7 @@ victim, each a real HTTP server on a loopback address of its own (see ``servers.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
@@ -80,8 +81,18 @@ def _redirect(hit: Hit, server: Server) -> Response:
     return 302, [("Location", hit.query["to"])], b""
 
 
+def _slow(hit: Hit, server: Server) -> Response:
+    time.sleep(3)  # longer than the page timeout the test sets
+    return html_page("<html><body><p>too late</p></body></html>")
+
+
 def _error(hit: Hit, server: Server) -> Response:
     return 500, [], b"internal error"
+
+
+def _moved(hit: Hit, server: Server) -> Response:
+    # A "search backend" that sends the client, body and key, elsewhere.
+    return 307, [("Location", server.redirect_to)], b""
 
 
 PAGE_ROUTES = {
@@ -93,6 +104,8 @@ PAGE_ROUTES = {
     ("GET", "/big"): _big,
     ("GET", "/redirect"): _redirect,
     ("GET", "/error"): _error,
+    ("GET", "/slow"): _slow,
+    ("POST", "/moved/search"): _moved,
 }
 
 
@@ -128,6 +141,7 @@ def _victim_server() -> Iterator[Server]:
 def _fresh(server: Server) -> Server:
     server.reset()
     server.results = []
+    server.redirect_to = ""
     return server
 
 

@@ -93,6 +93,7 @@ class Server:
     # What the search APIs answer: (title, url, snippet) triples.
     results: list[tuple[str, str, str]] = field(default_factory=list)
     api_key: str = ""
+    redirect_to: str = ""  # where a redirecting route sends the client
     _httpd: ThreadingHTTPServer | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 

@@ -130,3 +130,13 @@ def test_repeated_urls_are_read_once(tools: Tools, owner: Any, pages: Server) ->
     assert call.status == ToolCall.Status.SUCCEEDED, call.result
     assert len(call.result["pages"]) == 1
     assert pages.paths() == ["/plain"]
+
+
+def test_a_slow_page_times_out_alone(tools: Tools, owner: Any, pages: Server) -> None:
+    allow_pages(owner, PAGES_HOST)
+    save(owner, "research", page_timeout_seconds=1)
+    call = tools.call("extract_page_content", urls=[pages.url("/slow"), pages.url("/plain")])
+    assert call.status == ToolCall.Status.SUCCEEDED, call.result
+    slow, plain = call.result["pages"]
+    assert slow == {"url": pages.url("/slow"), "success": False, "error": "timed out after 1 s"}
+    assert plain["success"] is True

@@ -150,3 +150,23 @@ def test_a_searxng_without_the_json_format_is_explained(
     assert call.status == ToolCall.Status.FAILED
     assert call.error == "the search backend answered 404: not found"
     assert searxng.paths() == ["/nothing-here/search"]
+
+
+def test_a_redirecting_backend_does_not_get_the_key_sent_elsewhere(
+    tools: Tools, owner: Any, pages: Server, victim: Server
+) -> None:
+    save(
+        owner,
+        "research",
+        search_backend="tavily",
+        search_url=pages.url("/moved"),
+        search_api_key=TAVILY_KEY,
+        search_private_allowed=[pages.host, victim.host],
+    )
+    pages.redirect_to = victim.url("/steal")  # even a host the admin allowed gets nothing
+    call = tools.call("web_search", query="hedgehogs")
+    assert call.status == ToolCall.Status.FAILED
+    assert call.error == "the search backend answered 307: (empty body)"
+    assert pages.paths() == ["/moved/search"]
+    assert victim.hits == []
+    assert TAVILY_KEY not in json.dumps([call.result, call.error, call.output])

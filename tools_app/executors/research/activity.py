@@ -36,7 +36,9 @@ def extract_page_content(args: ExtractPageContent, ctx: ActivityContext) -> dict
         raise PolicyDenied(f"at most {settings.max_urls} pages may be read per call")
     # Pages follow the HTTP tool's policy: one admin decision says what the agent may reach.
     http: HttpSettings = selectors.group_settings("http")  # type: ignore[assignment]
-    deadline = time.monotonic() + ctx.timeout
+    # Stop a little before the watchdog would, so the pages read so far are returned and the
+    # rest are reported as timed out, rather than the whole call ending in a timeout.
+    deadline = time.monotonic() + max(ctx.timeout - 2.0, ctx.timeout * 0.9)
     pages: list[dict[str, Any]] = []
     for url in dict.fromkeys(args.urls):  # each distinct URL once, in the given order
         ctx.check_cancelled()

@@ -45,7 +45,7 @@ class ResearchSettings(GroupSettings):
         5, ge=1, le=MAX_URLS, description="Most URLs one extract_page_content call may read."
     )
     max_chars_per_page: int = Field(
-        20_000, ge=500, le=500_000, description="Text kept per page (characters)."
+        10_000, ge=500, le=500_000, description="Text kept per page (characters)."
     )
     page_timeout_seconds: int = Field(
         20, ge=1, le=120, description="Longest one page may take to download (s)."
