@@ -9,6 +9,7 @@ the web process applies to the very next call a worker binds or runs.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import Iterable, Iterator
@@ -17,8 +18,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection
+from django.db.models import TextField
+from django.db.models.functions import Cast
 from pydantic import ValidationError
 
+from controlcenter.secrets import SecretDecryptionError, decrypt
 from tools_app.models import ToolConfigVersion, ToolFunctionConfig, ToolGroupConfig
 from tools_app.registry import GROUPS, TOOLS, BaseTool, GroupSettings
 
@@ -102,11 +106,14 @@ def config_snapshot(*, token: str | None = None) -> ConfigSnapshot:
     cached = _cached
     if token is not None and cached is not None and cached.token == token:
         return cached
+    # Secrets are read as stored (encrypted) and decrypted per group, so a key that can no
+    # longer be decrypted costs that group its secret, not every tool its configuration.
+    rows = ToolGroupConfig.objects.annotate(
+        stored_secrets=Cast("secrets", output_field=TextField())
+    ).values_list("name", "enabled", "settings", "stored_secrets")
     groups = {
-        name: (enabled, dict(stored or {}))
-        for name, enabled, stored in ToolGroupConfig.objects.values_list(
-            "name", "enabled", "settings"
-        )
+        name: (enabled, {**(stored or {}), **group_secrets(_decrypted(name, secrets))})
+        for name, enabled, stored, secrets in rows
     }
     functions = {
         name: _Function(enabled, approval, reasoning, timeout, per_minute)
@@ -138,6 +145,28 @@ def _validated_settings(name: str, stored: dict[str, Any]) -> GroupSettings:
         return group.settings_model()
 
 
+def _decrypted(name: str, stored: str | None) -> str:
+    try:
+        return decrypt(stored or "")
+    except SecretDecryptionError:
+        logger.error("the secrets of tool group %s cannot be decrypted; ignoring them", name)
+        return ""
+
+
+def group_secrets(stored: str | None) -> dict[str, str]:
+    """The decrypted ``ToolGroupConfig.secrets`` of a group: field name → plain value."""
+    if not stored:
+        return {}
+    try:
+        values = json.loads(stored)
+    except json.JSONDecodeError:
+        logger.warning("stored secrets of a tool group are not JSON; ignoring them")
+        return {}
+    if not isinstance(values, dict):
+        return {}
+    return {str(k): v for k, v in values.items() if isinstance(v, str) and v}
+
+
 def group_settings(name: str) -> GroupSettings:
     """The group's validated settings; defaults for anything never saved."""
     return config_snapshot().settings(name)
@@ -145,7 +174,9 @@ def group_settings(name: str) -> GroupSettings:
 
 def stored_group_settings(config: ToolGroupConfig | None, name: str) -> GroupSettings:
     """The validated settings of a row the caller holds (e.g. locked for an update)."""
-    return _validated_settings(name, dict(config.settings) if config else {})
+    if config is None:
+        return _validated_settings(name, {})
+    return _validated_settings(name, {**config.settings, **group_secrets(config.secrets)})
 
 
 @dataclass(frozen=True)
