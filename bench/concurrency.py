@@ -8,6 +8,9 @@ starts; then all messages are sent at once. Reported per mode and concurrency: p
 time, their ratio to one conversation alone (measured in the same run), lost turns (not
 ``succeeded`` within the timeout), and the peak RSS of every app process (with its children).
 
+The scripted server keeps a stream's connection open for the next request, as real providers
+do (over HTTPS a new connection per round would cost a TLS handshake too).
+
 Embedded: ``manage.py serve`` alone (SQLite, in-process runner and worker). Distributed: a web
 process, an agent runner and one tools worker (``celery worker -Q tools,browser``) as separate
 processes on Redis and Postgres.

@@ -43,7 +43,7 @@ def main() -> None:
             delay=args.delay,
         )
 
-    llm = ScriptedLLM()
+    llm = ScriptedLLM(keep_alive=True)  # as real providers: connections are reused
     llm.set_default(reply)
     llm.start()
     print(f"ready {llm.port}", flush=True)

@@ -43,7 +43,8 @@ Endpoints (``ThreadingHTTPServer`` on 127.0.0.1, ephemeral port, one thread per 
   model's thinking time before the response starts (benchmarks use 2 s).
 
 A callable reply that raises is answered with a 500 naming the exception, and the exception
-is kept in ``errors``. Responses use chunked transfer encoding and ``Connection: close``. The
+is kept in ``errors``. Responses use chunked transfer encoding and ``Connection: close``
+(``keep_alive=True``: streams that end normally keep the connection, as real providers do). The
 server notices a client that goes away mid-stream (it watches the socket while pausing) and
 counts it in ``disconnects``; ``wait_for_disconnects`` waits for the count from a test.
 """
@@ -126,12 +127,16 @@ class ScriptedLLM:
         api_key: str | None = None,
         model: str = DEFAULT_MODEL,
         embedding_dims: int = 64,
+        keep_alive: bool = False,
     ) -> None:
         """``reject_tools``: answer 400 "... does not support tools" to any request carrying
         ``tools`` (as Ollama does for models without tool support). ``api_key``: when set,
         requests must carry it (``Authorization: Bearer``, or ``x-api-key`` for Anthropic) or
-        get a 401."""
+        get a 401. ``keep_alive``: a stream that ends normally leaves its connection open for
+        the client's next request, as real providers do (benchmarks); otherwise every response
+        closes its connection."""
         self.reject_tools = reject_tools
+        self.keep_alive = keep_alive
         self.api_key = api_key
         self.model = model
         self.embedding_dims = embedding_dims
@@ -262,7 +267,8 @@ class _EventStream:
         handler.send_header("Content-Type", "text/event-stream; charset=utf-8")
         handler.send_header("Cache-Control", "no-cache")
         handler.send_header("Transfer-Encoding", "chunked")
-        handler.send_header("Connection", "close")
+        if not handler.server.llm.keep_alive:
+            handler.send_header("Connection", "close")
         handler.end_headers()
 
     def send(self, data: dict[str, Any] | str) -> None:
@@ -393,6 +399,7 @@ class _Handler(BaseHTTPRequestHandler):
             writer = _openai_stream if api == "openai" else _anthropic_stream
             writer(events, reply, body, llm.model)
             events.end()
+            self.close_connection = not llm.keep_alive
         except _ClientGone:
             llm._client_left()
         except _Stopping:
