@@ -456,3 +456,21 @@ def test_it_stops_promptly_while_a_stream_hangs() -> None:
     # The stream was cut before its end: the SDK reports a broken connection.
     assert outcome and isinstance(outcome[0], openai.APIConnectionError)
     assert llm.disconnects == 0  # the server left, not the client
+
+
+@pytest.mark.parametrize("keep_alive", [False, True])
+def test_keep_alive_streams_leave_the_connection_for_the_next_request(keep_alive: bool) -> None:
+    with ScriptedLLM(keep_alive=keep_alive) as server:
+        server.set_default(Reply(text="hello"))
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+        body = json.dumps({"model": "m", "messages": USER, "stream": True})
+        headers = {"Content-Type": "application/json"}
+        conn.request("POST", "/v1/chat/completions", body, headers)
+        first = conn.getresponse()
+        assert b"[DONE]" in first.read()
+        assert (first.getheader("Connection") == "close") is not keep_alive
+        sock = conn.sock
+        conn.request("POST", "/v1/chat/completions", body, headers)  # reopens when closed
+        assert b"[DONE]" in conn.getresponse().read()
+        assert (conn.sock is sock and sock is not None) is keep_alive
+        conn.close()
