@@ -115,7 +115,8 @@ class AgentRunner:
     # --- lifecycle ----------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start the loop thread and the consumer thread; return once both run."""
+        """Warm up, start the loop thread and the consumer thread; return once both run."""
+        self._warm_up()
         self._loop_thread = threading.Thread(target=self._run_loop, name="agent-loop", daemon=True)
         self._loop_thread.start()
         if not self._ready.wait(timeout=30):
@@ -127,6 +128,23 @@ class AgentRunner:
         self._beat_thread = threading.Thread(target=self._beat, name="agent-beat", daemon=True)
         self._beat_thread.start()
         logger.info("agent runner %s started (capacity %d)", self.name, self.capacity)
+
+    def _warm_up(self) -> None:
+        """Import what a first round needs before taking rounds (the provider SDKs take
+        seconds to import, the tool schemas are built once): otherwise the first person to
+        write after a start waits for it."""
+        from chat_app.providers import PROVIDERS, provider_class
+        from chat_app.services.loop import tool_specs
+        from tools_app import selectors
+
+        for kind in PROVIDERS:
+            provider_class(kind)
+        try:
+            tool_specs(selectors.enabled_tools(), strict=True)
+        except Exception:  # a database not migrated yet: the first round builds them
+            logger.warning("agent runner: could not build the tool schemas ahead", exc_info=True)
+        finally:
+            close_old_connections()
 
     @property
     def alive(self) -> bool:
