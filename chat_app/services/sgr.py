@@ -58,7 +58,8 @@ class Budget:
 
     def as_dict(self) -> dict[str, str]:
         def of(used: int, limit: int) -> str:
-            return f"{used} of {limit}" if limit else f"{used} (no limit)"
+            # Past the limit only the final tools run; they finish, they do not overspend.
+            return f"{min(used, limit)} of {limit}" if limit else f"{used} (no limit)"
 
         return {
             "iterations": of(self.iterations, self.max_iterations),
