@@ -193,10 +193,17 @@ def call_hold(call: ToolCall) -> bool:
         status=ToolCall.Status.AWAITING_INPUT
     )
     call.status = ToolCall.Status.AWAITING_INPUT
-    Turn.objects.filter(pk=call.turn_id, status=Turn.Status.RUNNING).update(
-        phase=Turn.Phase.CLARIFY
-    )
+    turn_id = call.turn_id
+    Turn.objects.filter(pk=turn_id, status=Turn.Status.RUNNING).update(phase=Turn.Phase.CLARIFY)
+    # The page learns it may send again (the answer) once the binding transaction commits.
+    transaction.on_commit(lambda: _turn_publish_by_id(turn_id))
     return True
+
+
+def _turn_publish_by_id(turn_id: int) -> None:
+    turn = Turn.objects.filter(pk=turn_id).first()
+    if turn is not None:
+        turn_publish(turn)
 
 
 def clarification_waiting(conversation: Conversation) -> Turn | None:
@@ -282,6 +289,10 @@ def turn_final(turn: Turn) -> bool:
         content=str(result.get("answer") or arguments.get("answer") or ""),
     )
     message_publish(message, calls=[])
+    if turn.plan:  # the checklist says how it ended
+        Turn.objects.filter(pk=turn.pk).update(plan={**turn.plan, "status": status})
+        turn.refresh_from_db(fields=["plan"])
+        plan_publish(turn)
     if status == "failed":
         turn_finish(turn, status=Turn.Status.FAILED, error="the agent reported the task failed")
     else:
@@ -354,14 +365,25 @@ def latest_plan_html(conversation: Conversation) -> str:
 
 
 def budget_for_call(call_id: int) -> dict[str, str] | None:
-    """The turn's budget as words ("3 of 10"), for the Agent tools' results and cards."""
+    """The turn's budget as words ("3 of 10"), for the Agent tools' results and cards; the
+    plan checklist (which shows it too) is refreshed on the way."""
     from chat_app.services.agents import agent_for_conversation
 
-    call = ToolCall.objects.filter(pk=call_id).select_related("conversation").first()
-    if call is None or call.turn_id is None or call.conversation is None:
+    call = ToolCall.objects.filter(pk=call_id).select_related("conversation", "turn").first()
+    if call is None or call.turn is None or call.conversation is None:
         return None
-    agent = agent_for_conversation(call.conversation)
-    return turn_budget(call.turn_id, agent).as_dict()
+    budget = turn_budget(call.turn.pk, agent_for_conversation(call.conversation))
+    if call.turn.plan and call.tool not in ("generate_plan", "adapt_plan"):
+        publish(
+            [conversation_group(call.conversation.pk)],
+            {
+                "type": "plan",
+                "turn_id": call.turn.pk,
+                "version": call.turn.plan.get("version", 0),
+                "html": plan_html(call.turn, budget),
+            },
+        )
+    return budget.as_dict()
 
 
 def researcher_ensure() -> Agent:
