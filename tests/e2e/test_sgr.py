@@ -82,7 +82,7 @@ def test_a_person_answers_a_clarification_and_downloads_the_report(page, user, l
     expect(plan.locator(".plan-budget")).to_have_text("4 of 10 iterations used")
     expect(plan.locator(".plan-state")).to_have_text("completed")
     report_card = card(page, "create_report")
-    expect(report_card.locator(".report-meta")).to_contain_text("11 words · 1 sources")
+    expect(report_card.locator(".report-meta")).to_contain_text("11 words · 1 source ·")
     expect(page.locator("#reports-list a")).to_have_count(1)
     page.screenshot(path="var/test-sgr-report.png", full_page=True)
     report_card.screenshot(path="var/test-sgr-report-card.png")
