@@ -60,6 +60,11 @@ def test_a_person_answers_a_clarification_and_downloads_the_report(page, user, l
     expect(page.get_by_role("button", name="Send")).to_be_enabled()
     expect(page.get_by_role("button", name="Stop")).to_be_visible()
     page.screenshot(path="var/test-sgr-clarification.png", full_page=True)
+    page.reload()  # the pause survives a reload: still answerable, input focused
+    wait_connected(page)
+    expect(question.locator(".status-word")).to_have_text("waiting for your answer")
+    expect(message).to_be_focused()
+    expect(page.get_by_role("button", name="Send")).to_be_enabled()
 
     llm.script(
         Reply(calls=[think("the car maker")], chunk_delay=0.01),

@@ -39,7 +39,7 @@ GROUP = register_group(
         "conversation). Offered to agent profiles of kind sgr / sgr_tool_calling, or when "
         "a profile lists them.",
         settings_model=AgentToolSettings,
-        order=5,
+        order=88,
         status=agent_status,
     )
 )
