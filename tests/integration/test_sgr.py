@@ -295,15 +295,24 @@ def test_general_agents_are_not_offered_the_agent_tools(worker, conversation, us
 
 
 def test_searches_are_counted_by_name_and_refused_when_spent(conversation, user):
-    from tools_app.registry import BaseTool, unregister_tool
+    from tools_app.models import ToolGroupConfig
+    from tools_app.registry import BaseTool, get_tool, unregister_tool
     from tools_app.runtime import BindContext
     from tools_app.services.binding import CallRequest, toolcall_bind
 
-    class WebSearch(BaseTool, group="time", name="web_search"):
-        """A stand-in for the research group's search tool (binding only: nothing runs)."""
+    WebSearch = get_tool("web_search")  # the research group's, where it is installed
+    standin = WebSearch is None
+    if WebSearch is None:
 
-        query: str
+        class WebSearch(BaseTool, group="time", name="web_search"):  # type: ignore[no-redef]
+            """A stand-in for the research group's search tool (binding only)."""
 
+            query: str
+
+    else:
+        ToolGroupConfig.objects.update_or_create(
+            name=WebSearch.tool_group, defaults={"enabled": True}
+        )
     try:
         agent = profile(conversation, kind=Agent.Kind.SGR_TOOL_CALLING, max_searches=2)
         turn = Turn.objects.create(conversation=conversation, user=user)
@@ -326,7 +335,8 @@ def test_searches_are_counted_by_name_and_refused_when_spent(conversation, user)
         assert "the search limit of 2 for this turn is spent" in call.error
         assert sgr.round_state(agent, turn, tools).tools == []  # next round: not offered
     finally:
-        unregister_tool("web_search")
+        if standin:
+            unregister_tool("web_search")
         ToolCall.objects.filter(tool="web_search").delete()
 
 
