@@ -120,9 +120,10 @@ def _searches_spent(budget: Budget) -> str:
 def round_state(agent: Agent, turn: Turn, tools: list[type[BaseTool]]) -> RoundState:
     """The tools this round offers (a subset of ``tools``: enabled and allowed)."""
     if agent.kind == Agent.Kind.TOOL_CALLING and agent.all_tools:
-        # Today's agents keep today's tools: the Agent group is for profiles that ask for it.
+        # Today's agents keep today's tools (the Agent group is for profiles that ask for
+        # it) and today's cost: no budget queries on this hot path.
         return RoundState(
-            tools=[t for t in tools if t.tool_group != GROUP], budget=turn_budget(turn.pk, agent)
+            tools=[t for t in tools if t.tool_group != GROUP], budget=Budget(0, 0, 0, 0, 0, 0)
         )
     budget = turn_budget(turn.pk, agent)
     names = {t.tool_name for t in tools}
