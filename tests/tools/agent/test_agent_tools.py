@@ -219,3 +219,15 @@ def test_another_user_cannot_download_the_report(client, user, other_user, conve
     client.force_login(other_user)
     assert client.get(f"/c/{conversation.pk}/reports/{name}").status_code == 404
     assert client.get(f"/c/{conversation.pk}/reports/").status_code == 404
+
+
+def test_the_card_offers_the_download_only_for_a_conversation_report(user, conversation, workspace):
+    from django.template.loader import render_to_string
+
+    in_chat = report(user, conversation)
+    html = render_to_string("tools/_toolcall_card.html", {"call": in_chat})
+    assert f'href="/c/{conversation.pk}/reports/{in_chat.result["file_name"]}"' in html
+    assert f"{in_chat.result['word_count']} words · 3 sources" in html
+    tested = run_tool("create_report", user=user, **TOOLS["create_report"].example())
+    html = render_to_string("tools/_toolcall_card.html", {"call": ok(tested) and tested})
+    assert "report-download" not in html and "Report:" in html
