@@ -264,17 +264,9 @@ async def _stream_reply(
     forced = plan.sgr.tool_choice if plan.sgr and plan.native and plan.specs else None
 
     async def attempt(number: int) -> ModelReply:
-        if forced:
-            events = plan.client.stream(
-                system=plan.system,
-                messages=plan.history or [],
-                tools=plan.specs,
-                tool_choice=forced,
-            )
-        else:  # keyword left out: test doubles of LLMProvider predate it
-            events = plan.client.stream(
-                system=plan.system, messages=plan.history or [], tools=plan.specs
-            )
+        events = plan.client.stream(
+            system=plan.system, messages=plan.history or [], tools=plan.specs, tool_choice=forced
+        )
         async with contextlib.aclosing(events):  # type: ignore[type-var]
             async for event in events:
                 if isinstance(event, TextDelta):
