@@ -71,6 +71,8 @@ class AgentAdmin(admin.ModelAdmin):
         "provider",
         "model",
         "all_tools",
+        "kind",
+        "max_iterations",
         "max_rounds",
         "max_calls_per_turn",
         "max_calls_per_conversation",

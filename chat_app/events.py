@@ -43,6 +43,7 @@ def turn_event(turn: Turn) -> dict[str, object]:
         "id": turn.pk,
         "status": turn.status,
         "running": turn.is_running,
+        "phase": turn.phase,
         "error": turn.error,
     }
 

@@ -110,6 +110,8 @@ class Turn(models.Model):
         MODEL = "model", "waiting for the model"
         STREAMING = "streaming", "model is answering"
         TOOLS = "tools", "tools are running"
+        # A clarification call waits for the person's next message (chat_app.services.sgr).
+        CLARIFY = "clarify", "waiting for clarification"
         DONE = "done", "done"
 
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="turns")
@@ -128,6 +130,9 @@ class Turn(models.Model):
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     requeued = models.PositiveSmallIntegerField(default=0)
     error = models.TextField(blank=True)
+    # The agent's plan (generate_plan / adapt_plan): {"goal", "steps": [{"text", "done"}],
+    # "changes": [{"changes", "reasoning", "at"}], "version"}; empty when it made none.
+    plan = models.JSONField(default=dict, blank=True)
     started_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
@@ -182,6 +187,11 @@ class Agent(models.Model):
     """An agent profile: its prompt, its model, the tools it may use and its limits.
     Conversations pick one; "General" is the default."""
 
+    class Kind(models.TextChoices):
+        TOOL_CALLING = "tool_calling", "tool calling"
+        SGR = "sgr", "schema-guided reasoning (reasoning forced first each round)"
+        SGR_TOOL_CALLING = "sgr_tool_calling", "schema-guided reasoning as a tool"
+
     name = models.CharField(max_length=100, unique=True)
     description = models.CharField(max_length=300, blank=True)
     system_prompt = models.TextField(blank=True, help_text="Empty: the built-in prompt.")
@@ -196,6 +206,25 @@ class Agent(models.Model):
     )
     max_calls_per_turn = models.PositiveIntegerField(default=10, help_text="0 = unlimited")
     max_calls_per_conversation = models.PositiveIntegerField(default=200, help_text="0 = unlimited")
+    kind = models.CharField(
+        max_length=20,
+        choices=Kind.choices,
+        default=Kind.TOOL_CALLING,
+        help_text="tool calling: today's loop (the Agent tools only when listed in its tools). "
+        "sgr: the model must call 'reasoning' before every action. sgr_tool_calling: "
+        "'reasoning' and the other Agent tools are offered among the rest.",
+    )
+    max_iterations = models.PositiveIntegerField(
+        default=0,
+        help_text="Rounds that act, per turn; after them only final_answer and create_report "
+        "are offered. 0 = unlimited. Keep max rounds above it (twice it for sgr).",
+    )
+    max_clarifications = models.PositiveIntegerField(
+        default=3, help_text="clarification calls per turn; 0 = unlimited."
+    )
+    max_searches = models.PositiveIntegerField(
+        default=0, help_text="web_search calls per turn; 0 = unlimited."
+    )
     is_default = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -205,6 +234,19 @@ class Agent(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        from django.core.exceptions import ValidationError
+
+        rounds = self.max_rounds or settings.AGENT_MAX_ROUNDS
+        needed = self.max_iterations * (2 if self.kind == self.Kind.SGR else 1)
+        if self.max_iterations and rounds <= needed:
+            raise ValidationError(
+                {
+                    "max_rounds": f"must be above {needed} so the agent can still finish "
+                    f"after {self.max_iterations} iterations"
+                }
+            )
 
     def allowed_tools(self) -> list[str] | None:
         """None means every enabled tool."""

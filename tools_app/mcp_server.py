@@ -43,6 +43,9 @@ def _tools_for(token_id: int) -> list[dict[str, Any]]:
             "input_schema": tool.anthropic_schema()["input_schema"],
         }
         for tool in tools
+        # The Agent group structures a chat turn (pause, plan, end): nothing for an outside
+        # client, which has its own loop.
+        if tool.tool_group != "agent"
     ]
 
 

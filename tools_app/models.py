@@ -105,6 +105,7 @@ class ToolCall(models.Model):
     class Status(models.TextChoices):
         QUEUED = "queued", "queued"
         AWAITING_APPROVAL = "awaiting_approval", "awaiting approval"
+        AWAITING_INPUT = "awaiting_input", "waiting for your answer"  # clarification
         RUNNING = "running", "running"
         SUCCEEDED = "succeeded", "succeeded"
         FAILED = "failed", "failed"

@@ -129,6 +129,7 @@ class AnthropicProvider(LLMProvider):
         messages: list[ChatMessage],
         tools: list[ToolSpec] | None,
         max_tokens: int | None = None,
+        tool_choice: str | None = None,
     ) -> AsyncIterator[StreamEvent]:
         request: dict[str, Any] = {
             "model": self.model,
@@ -140,6 +141,8 @@ class AnthropicProvider(LLMProvider):
             request["system"] = system
         if tools:
             request["tools"] = [to_anthropic_tool(t) for t in tools]
+            if tool_choice:
+                request["tool_choice"] = {"type": "tool", "name": tool_choice}
 
         assembler = _EventAssembler()
         try:

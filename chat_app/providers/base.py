@@ -174,8 +174,11 @@ class LLMProvider(ABC):
         messages: list[ChatMessage],
         tools: list[ToolSpec] | None,
         max_tokens: int | None = None,
+        tool_choice: str | None = None,
     ) -> AsyncIterator[StreamEvent]:
-        """Stream one model reply; the last item is the assembled ``ModelReply``."""
+        """Stream one model reply; the last item is the assembled ``ModelReply``.
+        ``tool_choice``: the name of a tool the model must call (schema-guided agents force
+        ``reasoning`` this way); None lets the model choose."""
 
     @abstractmethod
     async def complete_json(

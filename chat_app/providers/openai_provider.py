@@ -71,6 +71,7 @@ class OpenAIProvider(LLMProvider):
         messages: list[ChatMessage],
         tools: list[ToolSpec] | None,
         max_tokens: int | None = None,
+        tool_choice: str | None = None,
     ) -> AsyncIterator[StreamEvent]:
         request: dict[str, Any] = {
             "model": self.model,
@@ -80,6 +81,8 @@ class OpenAIProvider(LLMProvider):
         }
         if tools:
             request["tools"] = [to_openai_tool(t) for t in tools]
+            if tool_choice:
+                request["tool_choice"] = {"type": "function", "function": {"name": tool_choice}}
         if max_tokens is not None:
             request["max_tokens"] = max_tokens
 

@@ -19,6 +19,10 @@ _FIELDS = (
     "max_rounds",
     "max_calls_per_turn",
     "max_calls_per_conversation",
+    "kind",
+    "max_iterations",
+    "max_clarifications",
+    "max_searches",
     "is_default",
 )
 

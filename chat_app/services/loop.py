@@ -40,6 +40,7 @@ from chat_app.providers import (
     ToolsNotSupported,
     ToolSpec,
 )
+from chat_app.services import sgr
 from chat_app.services.agents import agent_for_conversation
 from chat_app.services.history import build_history
 from chat_app.services.live import LiveRound, RoundSupervisor, Stopped
@@ -49,6 +50,7 @@ from chat_app.services.providers import (
     provider_remember_no_tools,
 )
 from chat_app.services.retry import RetryNotice, RetryPolicy, call_with_retries
+from chat_app.services.sgr import RoundState
 from chat_app.services.turns import turn_advance, turn_finish
 from tools_app import selectors
 from tools_app.events import toolcall_publish
@@ -102,6 +104,7 @@ class RoundPlan:
     system: str = ""
     history: list[ChatMessage] | None = None
     specs: list[ToolSpec] | None = None
+    sgr: RoundState | None = None  # what this round offers, and why not the rest
 
 
 # A tool's schema depends only on its class: generating it (pydantic's JSON Schema plus the
@@ -209,6 +212,9 @@ def _round_prepare(turn_id: int, *, runner: str, clients: ClientCache | None) ->
             max_retries=provider.max_retries, backoff_seconds=provider.retry_backoff_seconds
         ),
     )
+    # sgr hook: the profile's kind and limits narrow what this round offers.
+    plan.sgr = sgr.round_state(agent, turn, plan.tools)
+    plan.tools = plan.sgr.tools
     _build_request(plan, turn)
     return plan
 
@@ -221,6 +227,8 @@ def _build_request(plan: RoundPlan, turn: Turn) -> None:
         conversation_id=plan.conversation_id,
         offered={t.tool_name for t in plan.tools},
     )
+    if plan.sgr and plan.sgr.note:  # sgr hook: forced reasoning (text fallback), budget
+        system = f"{system}\n\n{plan.sgr.note}"
     if not plan.native and plan.tools:
         system = f"{system}\n\n{fallback_prompt_block(tool_specs(plan.tools, strict=False))}"
     plan.system = system
@@ -257,9 +265,12 @@ async def _stream_reply(
 ) -> ModelReply:
     assert plan.history is not None
 
+    # sgr hook: force the reasoning tool where the wire protocol lets us.
+    forced = plan.sgr.tool_choice if plan.sgr and plan.native and plan.specs else None
+
     async def attempt(number: int) -> ModelReply:
         events = plan.client.stream(
-            system=plan.system, messages=plan.history or [], tools=plan.specs
+            system=plan.system, messages=plan.history or [], tools=plan.specs, tool_choice=forced
         )
         async with contextlib.aclosing(events):  # type: ignore[type-var]
             async for event in events:
@@ -423,8 +434,11 @@ def _bind_and_dispatch(plan: RoundPlan, requests: list[CallRequest]) -> None:
                 message_id=plan.message_id,
                 allowed_tools=offered,
                 limits=limits,
+                unavailable=plan.sgr.unavailable if plan.sgr else None,
             )
-            if call.status == call.Status.QUEUED:
+            if plan.sgr:  # sgr hook: counts within the round; clarification waits for input
+                plan.sgr.bound(call)
+            if call.status == call.Status.QUEUED and not sgr.call_hold(call):
                 toolcall_dispatch(call)
             calls.append(call)
     for call in calls:

@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from chat_app.events import conversation_publish, message_publish, turn_publish
 from chat_app.models import Conversation, Message, Turn
+from chat_app.services import sgr
 from chat_app.services.agents import agent_for_conversation
 from chat_app.services.slash import slash_run
 from controlcenter.celery import app as celery_app
@@ -70,6 +71,10 @@ def turn_start(*, conversation: Conversation, user_id: int, text: str) -> Turn |
         raise TurnError(
             "the message contains characters that cannot be stored (NUL or a lone surrogate)"
         )
+    waiting = sgr.clarification_waiting(conversation)  # sgr hook: the answer resumes that turn
+    if waiting is not None and sgr.clarification_answer(turn=waiting, text=text):
+        conversation_touch(conversation)
+        return waiting
     if conversation.turns.filter(status=Turn.Status.RUNNING).exists():
         raise TurnError("the agent is still working on the previous message; press Stop first")
     if text.startswith("/"):
@@ -146,6 +151,7 @@ def turn_stop(*, turn: Turn) -> None:
     turn.refresh_from_db()
     if not turn.is_running:
         return
+    sgr.clarification_stop(turn)  # sgr hook: withdraw a question waiting for an answer
     for call in turn.tool_calls.exclude(status__in=ToolCall.TERMINAL):
         toolcall_cancel(call)
     # A round that is queued but not yet streaming will never notice: finish it here.
@@ -174,6 +180,8 @@ def turn_advance(turn_id: int) -> None:
     elif turn.kind == Turn.Kind.SLASH:
         ok = all(status == ToolCall.Status.SUCCEEDED for status in calls)
         turn_finish(turn, status=Turn.Status.SUCCEEDED if ok else Turn.Status.FAILED)
+    elif sgr.turn_final(turn):  # sgr hook: final_answer ended the turn
+        return
     elif Turn.objects.filter(pk=turn.pk, status=Turn.Status.RUNNING, phase=Turn.Phase.TOOLS).update(
         phase=Turn.Phase.MODEL, heartbeat_at=timezone.now(), requeued=0
     ):

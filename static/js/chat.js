@@ -28,6 +28,10 @@ const conversationId = chat.dataset.conversationId;
 let socket = null;
 let retryDelay = 250;
 let running = chat.dataset.running === "true";
+// A clarification call paused the turn: the next message is the answer (sgr agents).
+let waiting = chat.dataset.waiting === "true";
+const planArea = document.getElementById("plan-area");
+const defaultPlaceholder = input.placeholder;
 
 function nearBottom() {
   return messages.scrollHeight - messages.scrollTop - messages.clientHeight < 120;
@@ -39,11 +43,25 @@ function keepScrolled(fn) {
   if (stick) messages.scrollTop = messages.scrollHeight;
 }
 
-function setRunning(value) {
+function setRunning(value, isWaiting = false) {
   running = value;
+  waiting = value && isWaiting;
   chat.dataset.running = String(value);
+  chat.dataset.waiting = String(waiting);
   stopButton.hidden = !value;
-  sendButton.disabled = value;
+  sendButton.disabled = value && !waiting;
+  input.placeholder = waiting ? "Answer the agent's questions above, then press Send" : defaultPlaceholder;
+  if (waiting) input.focus();
+}
+
+function showPlan(html) {
+  if (!html) return;
+  const incoming = fragment(html);
+  const existing = planArea.querySelector(".plan-panel");
+  if (existing && existing.dataset.turnId === incoming.dataset.turnId) {
+    if (Number(existing.dataset.version) > Number(incoming.dataset.version)) return;
+  }
+  planArea.replaceChildren(incoming);
 }
 
 function showError(text) {
@@ -53,7 +71,8 @@ function showError(text) {
 const handlers = {
   snapshot(event) {
     messages.innerHTML = event.html;
-    setRunning(event.running);
+    setRunning(event.running, event.waiting);
+    if (event.plan_html) showPlan(event.plan_html);
     messages.scrollTop = messages.scrollHeight;
   },
   message(event) {
@@ -80,7 +99,13 @@ const handlers = {
         (list || messages).append(el);
       });
       card.dataset.appliedAt = String(Date.now());
+      if (card.querySelector(".report-download")) {
+        document.getElementById("reports-list")?.dispatchEvent(new Event("refresh"));
+      }
     });
+  },
+  plan(event) {
+    showPlan(event.html);
   },
   output(event) {
     keepScrolled(() => {
@@ -89,7 +114,9 @@ const handlers = {
     });
   },
   turn(event) {
-    setRunning(event.running);
+    setRunning(event.running, event.phase === "clarify");
+    const panel = planArea.querySelector(".plan-panel");
+    if (event.running && panel && panel.dataset.turnId !== String(event.id)) planArea.replaceChildren();
   },
   conversation(event) {
     // The first message names the conversation: the sidebar and the tab follow live.
@@ -135,7 +162,7 @@ const maxBytes = Number(chat.dataset.maxBytes || 0);
 
 function send() {
   const text = input.value.trim();
-  if (!text || running) return;
+  if (!text || (running && !waiting)) return;
   const size = new TextEncoder().encode(text).length;
   if (maxBytes && size > maxBytes) {
     showError(
@@ -178,7 +205,7 @@ messages.addEventListener("click", (event) => {
 
 trackTouchedDetails(messages);
 
-setRunning(running);
+setRunning(running, waiting);
 messages.scrollTop = messages.scrollHeight;
 connect();
 input.focus();

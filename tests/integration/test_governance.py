@@ -145,8 +145,12 @@ def test_agents_round_trip_through_yaml(db):
     )
     text = agents_export()
     Agent.objects.all().delete()
-    [agent] = agents_import(text)
+    agents = {a.name: a for a in agents_import(text)}
+    assert set(agents) == {"Dev", "Researcher"}  # the shipped profile (a data migration)
+    agent = agents["Dev"]
     assert agent.name == "Dev" and agent.tools == ["current_time"] and agent.max_calls_per_turn == 5
+    researcher = agents["Researcher"]
+    assert (researcher.kind, researcher.max_iterations, researcher.max_searches) == ("sgr", 10, 8)
     with pytest.raises(AgentImportError, match="unknown keys"):
         agents_import("agents:\n- name: X\n  colour: red\n")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -116,7 +116,9 @@ def _valid_text(request: CallRequest, value: dict[str, Any]) -> dict[str, Any]:
 
 
 def _lookup(
-    request: CallRequest, allowed_tools: set[str] | None
+    request: CallRequest,
+    allowed_tools: set[str] | None,
+    unavailable: Mapping[str, str] | None = None,
 ) -> tuple[type[BaseTool], selectors.ToolState]:
     imported_sync()
     tool = get_tool(request.tool)
@@ -128,6 +130,12 @@ def _lookup(
         raise _Refused(
             ToolCall.Status.FAILED,
             f"unknown tool {request.tool!r}; available tools: {', '.join(offered) or 'none'}",
+        )
+    if unavailable and tool.tool_name in unavailable:  # taken away for now, with the reason
+        raise _Refused(
+            ToolCall.Status.DENIED,
+            f"tool {tool.tool_name!r} is not available now: {unavailable[tool.tool_name]}",
+            verdict="denied",
         )
     if allowed_tools is not None and tool.tool_name not in allowed_tools:
         raise _Refused(
@@ -196,9 +204,11 @@ def toolcall_bind(
     message_id: int | None = None,
     allowed_tools: Iterable[str] | None = None,
     limits: CallLimits | None = None,
+    unavailable: Mapping[str, str] | None = None,
 ) -> ToolCall:
     """Create the ToolCall for ``request``: ``queued`` (or ``awaiting_approval``) when it may
-    run, already terminal when it may not. Dispatching is the caller's next step."""
+    run, already terminal when it may not. Dispatching is the caller's next step.
+    ``unavailable``: tools taken away for now (an agent's limits), name → reason."""
     raw_text = (
         request.arguments
         if isinstance(request.arguments, str)
@@ -218,7 +228,7 @@ def toolcall_bind(
     )
     allowed = set(allowed_tools) if allowed_tools is not None else None
     try:
-        tool, state = _lookup(request, allowed)
+        tool, state = _lookup(request, allowed, unavailable)
         call.group = tool.tool_group
         call.queue = GROUPS[tool.tool_group].queue
         arguments = _parse_arguments(request)

@@ -1,0 +1,137 @@
+"""Reports of create_report: one Markdown file each in the conversation's reports folder.
+
+The folder sits in the conversation's workspace, which sandboxed tools can write to: so a
+model could replace ``reports`` by a symbolic link to somewhere else. Every step is taken
+relative to an open directory with ``O_NOFOLLOW`` (as in ``safe_files``): a link there is
+refused, never followed; the file is created with ``O_EXCL`` (never overwriting anything,
+nor writing through a link planted under the chosen name). File names are built by us from
+the title and a timestamp, and checked again (``REPORT_NAME``) wherever a name comes in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import re
+import stat
+import unicodedata
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from tools_app.platform.safe_files import Missing, Refused, read_beneath
+
+REPORT_NAME = re.compile(r"^\d{8}_\d{6}(?:_\d+)?_[A-Za-z0-9_-]{1,80}\.md$")
+_CITATION = re.compile(r"\[(\d{1,4})\]")
+_UNSAFE = re.compile(r"[^A-Za-z0-9]+")
+
+
+def safe_title(title: str) -> str:
+    """ASCII letters and digits joined by ``_``, at most 80 characters; never empty."""
+    ascii_title = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode()
+    return _UNSAFE.sub("_", ascii_title).strip("_")[:80].strip("_") or "report"
+
+
+@dataclass(frozen=True)
+class Report:
+    name: str
+    title: str
+    words: int
+    sources: int
+    size: int
+    timestamp: str
+
+
+def report_stats(content: str) -> tuple[int, int]:
+    """(word count, number of distinct sources cited as [n])."""
+    return len(content.split()), len(set(_CITATION.findall(content)))
+
+
+def _reports_fd(workspace: Path, folder: str, *, create: bool) -> int:
+    root = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        if create:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(folder, 0o755, dir_fd=root)
+        try:
+            st = os.stat(folder, dir_fd=root, follow_symlinks=False)
+        except FileNotFoundError:
+            raise Missing("this conversation has no reports yet") from None
+        if stat.S_ISLNK(st.st_mode):
+            raise Refused(f"{folder!r} is a symbolic link; reports are not written through links")
+        if not stat.S_ISDIR(st.st_mode):
+            raise Refused(f"{folder!r} in the workspace is not a folder")
+        try:
+            return os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=root)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                raise Refused(f"{folder!r} is a symbolic link") from None
+            raise
+    finally:
+        os.close(root)
+
+
+def report_write(
+    *, workspace: Path, folder: str, title: str, content: str, max_bytes: int
+) -> Report:
+    data = content.encode("utf-8", "surrogatepass")
+    if len(data) > max_bytes:
+        raise Refused(f"the report is {len(data):,} bytes; the limit is {max_bytes:,}")
+    now = datetime.now(UTC)
+    stamp = now.strftime("%Y%m%d_%H%M%S")
+    base = safe_title(title)
+    fd = _reports_fd(workspace, folder, create=True)
+    try:
+        for attempt in range(1, 100):
+            name = f"{stamp}_{base}.md" if attempt == 1 else f"{stamp}_{attempt}_{base}.md"
+            try:
+                ffd = os.open(
+                    name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=fd
+                )
+            except FileExistsError:
+                continue
+            break
+        else:  # pragma: no cover - a hundred reports with one title in one second
+            raise Refused("too many reports with this title at once")
+    finally:
+        os.close(fd)
+    with os.fdopen(ffd, "wb") as handle:
+        handle.write(data)
+    words, sources = report_stats(content)
+    return Report(
+        name=name,
+        title=title,
+        words=words,
+        sources=sources,
+        size=len(data),
+        timestamp=now.isoformat(timespec="seconds"),
+    )
+
+
+def report_read(*, workspace: Path, folder: str, name: str, max_bytes: int) -> bytes:
+    if not REPORT_NAME.match(name):
+        raise Refused("not a report file name")
+    return read_beneath(workspace, [folder, name], max_bytes=max_bytes, truncate=False).data
+
+
+def reports_list(*, workspace: Path, folder: str, limit: int = 200) -> list[dict[str, object]]:
+    """The conversation's reports, newest first: name, size, modified (epoch seconds)."""
+    try:
+        fd = _reports_fd(workspace, folder, create=False)
+    except (Missing, Refused, FileNotFoundError):
+        return []
+    out: list[dict[str, object]] = []
+    try:
+        for name in sorted(os.listdir(fd), reverse=True):
+            if not REPORT_NAME.match(name):
+                continue
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            out.append({"name": name, "size": st.st_size, "modified": int(st.st_mtime)})
+            if len(out) >= limit:
+                break
+    finally:
+        os.close(fd)
+    return out
