@@ -197,7 +197,8 @@ def round_prepare(
         message_id=message.pk,
         provider=provider,
         agent=agent,
-        client=provider_client(provider, model=agent.model, clients=clients),
+        # turn.model: a schedule's or a subagent's own model, for this turn only
+        client=provider_client(provider, model=turn.model or agent.model, clients=clients),
         tools=selectors.enabled_tools(agent.allowed_tools()),
         native=native,
         policy=RetryPolicy(

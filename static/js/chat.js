@@ -50,6 +50,21 @@ function showError(text) {
   errorLine.textContent = text || "";
 }
 
+// A finished schedule_* call (or a schedule firing into this conversation) changes the
+// sidebar's list: ask htmx to reload it.
+function refreshSchedulesAfter(card) {
+  const tool = card.querySelector(".tool-name")?.textContent || "";
+  if (tool.startsWith("schedule_") && card.dataset.status === "succeeded") {
+    document.body.dispatchEvent(new Event("schedules-changed"));
+  }
+}
+
+function refreshSchedulesOnOrigin(event) {
+  if (event.role === "user" && event.html.includes("origin-schedule")) {
+    document.body.dispatchEvent(new Event("schedules-changed"));
+  }
+}
+
 const handlers = {
   snapshot(event) {
     messages.innerHTML = event.html;
@@ -57,6 +72,7 @@ const handlers = {
     messages.scrollTop = messages.scrollHeight;
   },
   message(event) {
+    refreshSchedulesOnOrigin(event);
     keepScrolled(() => {
       messages.querySelector(".empty-state")?.remove();
       const incoming = fragment(event.html);
@@ -80,6 +96,7 @@ const handlers = {
         (list || messages).append(el);
       });
       card.dataset.appliedAt = String(Date.now());
+      refreshSchedulesAfter(card);
     });
   },
   output(event) {

@@ -11,7 +11,7 @@ import importlib
 
 EXECUTORS: list[str] = [
     "shell", "file", "http", "dev", "docker", "time", "browser",
-    "memory", "docs", "skills", "messaging", "openapi", "mcp",
+    "memory", "docs", "skills", "messaging", "schedules", "subagents", "openapi", "mcp",
 ]  # fmt: skip
 
 

@@ -18,7 +18,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
         parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
-        parser.add_argument("--no-worker", action="store_true", help="Do not start the worker.")
+        parser.add_argument(
+            "--no-worker", action="store_true", help="Do not start the worker (nor beat)."
+        )
 
     def handle(self, *args: Any, host: str, port: int, no_worker: bool, **options: Any) -> None:
         from channels.routing import get_default_application
@@ -33,6 +35,9 @@ class Command(BaseCommand):
             from controlcenter.embedded import start_embedded_worker
 
             start_embedded_worker()
+            from controlcenter.embedded import start_embedded_beat
+
+            start_embedded_beat()  # schedules: beat sends its ticks to the in-process worker
         # Every process looks for lost work; the web process too, so a turn whose runner or
         # worker died ends even when none is left to notice.
         start_maintenance_thread()
