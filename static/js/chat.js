@@ -107,6 +107,9 @@ const handlers = {
   },
   turn(event) {
     setRunning(event.running);
+    // A scheduled turn in this conversation ended: the sidebar shows how.
+    const last = document.querySelector(`#schedule-list .schedule-last[href="/c/${conversationId}/"]`);
+    if (!event.running && last) document.body.dispatchEvent(new Event("schedules-changed"));
   },
   conversation(event) {
     // The first message names the conversation: the sidebar and the tab follow live.

@@ -55,7 +55,12 @@ def app_server(django_db_setup: Any, worker_process: Any) -> Iterator[str]:
     log_path = Path(settings.VAR_DIR) / "test-server.log"
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(
-            args, cwd=ROOT, env=child_env(), stdout=log, stderr=subprocess.STDOUT
+            args,
+            cwd=ROOT,
+            # Embedded mode: the server's in-process beat ticks every second (Schedules e2e).
+            env=child_env(SCHEDULES_TICK_SECONDS="1"),
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
         try:
             wait_for(

@@ -292,7 +292,7 @@ def schedule_fire(schedule: Schedule) -> None:
         stamp = timezone.now().strftime("%Y-%m-%d %H:%M")
         conversation = Conversation.objects.create(
             owner_id=schedule.user_id,
-            title=f"⏰ {schedule.name} · {stamp} UTC"[:200],
+            title=f"Schedule {schedule.name} · {stamp} UTC"[:200],
             agent_id=schedule.agent_id,
         )
     try:
@@ -308,7 +308,7 @@ def schedule_fire(schedule: Schedule) -> None:
         Schedule.objects.filter(pk=schedule.pk).update(
             last_status="skipped", last_error=reason, last_turn=None
         )
-        _notice(conversation.pk, f"⏰ Schedule “{schedule.name}” was due but was {reason}.")
+        _notice(conversation.pk, f"Schedule “{schedule.name}” was due but was {reason}.")
         return
     Schedule.objects.filter(pk=schedule.pk).update(
         last_turn=turn, last_status="started", last_error=""

@@ -4,15 +4,12 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
 from django.conf import settings
 
-from tests.conftest import ROOT, child_env, stop_process
+from tests.conftest import start_beat_process, stop_process
 
 TICK = 0.5
 
@@ -31,7 +28,7 @@ def fast_beat(worker: str) -> Iterator[None]:
 
             start_embedded_beat()
         else:
-            proc = start_beat_process()
+            proc = start_beat_process(tick=TICK)
         yield
     finally:
         if proc is not None:
@@ -41,14 +38,3 @@ def fast_beat(worker: str) -> Iterator[None]:
 
             stop_embedded_beat()
         app.conf.beat_schedule = saved
-
-
-def start_beat_process(**env: Any) -> subprocess.Popen[bytes]:
-    log = open(Path(settings.VAR_DIR) / "test-beat.log", "ab")  # noqa: SIM115
-    return subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "controlcenter", "beat", "-l", "INFO"],
-        cwd=ROOT,
-        env=child_env(SCHEDULES_TICK_SECONDS=str(TICK), **env),
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )

@@ -226,7 +226,7 @@ def test_without_inject_into_each_firing_gets_a_new_conversation(worker, user, c
     assert schedules_fire_due(now=schedule.next_run_at) == 1
     schedule.refresh_from_db()
     assert schedules_fire_due(now=schedule.next_run_at) == 1
-    fired = Conversation.objects.filter(owner=user, title__startswith="⏰ fresh · ")
+    fired = Conversation.objects.filter(owner=user, title__startswith="Schedule fresh · ")
     assert fired.count() == 2
     assert not Turn.objects.filter(conversation=conversation).exists()
 
@@ -246,7 +246,7 @@ def test_a_busy_target_conversation_skips_the_firing_with_a_notice(user, convers
     assert schedule.last_status == "skipped"
     assert "the agent is still working on the previous message" in schedule.last_error
     notice = Message.objects.get(conversation=conversation, role="notice")
-    assert notice.content.startswith("⏰ Schedule “busy” was due but was skipped")
+    assert notice.content.startswith("Schedule “busy” was due but was skipped")
 
 
 def test_a_disabled_schedule_does_not_fire(user):
@@ -266,7 +266,7 @@ def test_the_chat_sidebar_lists_schedules_and_removes_one(client, user, conversa
     ok(add(user, conversation.pk, name="sidebar-one", cron="0 9 * * *"))
     client.force_login(user)
     html = client.get(f"/c/{conversation.pk}/").content.decode()
-    assert 'id="schedule-list"' in html and "⏰ sidebar-one" in html and "0 9 * * *" in html
+    assert 'id="schedule-list"' in html and ">sidebar-one<" in html and "0 9 * * *" in html
     schedule = Schedule.objects.get(name="sidebar-one")
     response = client.post(f"/schedules/{schedule.pk}/delete/", HTTP_HX_REQUEST="true")
     assert response.status_code == 200 and "sidebar-one" not in response.content.decode()
@@ -285,3 +285,35 @@ def test_cron_next_is_computed_from_the_given_clock():
     assert cron_next("*/5 * * * *", tz="UTC", after=after) == datetime(
         2026, 1, 1, 12, 5, tzinfo=UTC
     )
+
+
+def _admin_form(schedule: Schedule, **changes: object) -> dict[str, object]:
+    data: dict[str, object] = {
+        "user": schedule.user_id,
+        "name": schedule.name,
+        "cron": schedule.cron,
+        "timezone": schedule.timezone,
+        "message": schedule.message,
+        "model": schedule.model,
+        "inject_into": schedule.inject_into_id or "",
+        "agent": schedule.agent_id or "",
+        "enabled": "on" if schedule.enabled else "",
+    }
+    data.update(changes)
+    return {k: v for k, v in data.items() if v != "" or k in ("model", "inject_into", "agent")}
+
+
+def test_an_admin_edits_a_schedule_and_its_next_run_follows(client, staff_user, user):
+    ok(add(user, name="edited", cron="0 9 * * *"))
+    schedule = Schedule.objects.get(name="edited")
+    client.force_login(staff_user)
+    url = f"/admin/platform/schedule/{schedule.pk}/change/"
+    response = client.post(url, _admin_form(schedule, cron="61 * * * *"))
+    assert response.status_code == 200
+    assert "invalid cron expression &#x27;61 * * * *&#x27;: Bad minute" in response.content.decode()
+    response = client.post(url, _admin_form(schedule, cron="30 18 * * *"))
+    assert response.status_code == 302, response.content.decode()[:2000]
+    schedule.refresh_from_db()
+    assert schedule.cron == "30 18 * * *"
+    assert (schedule.next_run_at.hour, schedule.next_run_at.minute) == (18, 30)
+    assert "edited" in client.get("/admin/platform/schedule/").content.decode()
