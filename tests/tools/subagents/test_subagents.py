@@ -44,13 +44,16 @@ def test_spawn_returns_at_once_and_the_answer_arrives_later(
     worker, user, conversation, llm, provider
 ):
     gate = threading.Event()
+    models: list[str] = []
 
     def model(body: dict[str, Any]) -> Reply:
         if first_user_text(body) == TASK:  # the subagent: busy until the test lets it answer
+            models.append(body["model"])
             assert gate.wait(30), "the test never released the subagent"
             return Reply(text="X is 42.")
         if not tool_results(body):
-            return Reply(calls=[Call("subagent_spawn", {"name": "researcher", "message": TASK})])
+            spawn = {"name": "researcher", "message": TASK, "model": "helper-model"}
+            return Reply(calls=[Call("subagent_spawn", spawn)])
         return Reply(text="I started a helper; its answer will follow.")
 
     llm.set_default(model)
@@ -81,6 +84,8 @@ def test_spawn_returns_at_once_and_the_answer_arrives_later(
     assert f"(/c/{child.pk}/)" in delivered.content and delivered.content.endswith("X is 42.")
     subagent.refresh_from_db()
     assert subagent.status == "succeeded" and subagent.result == "X is 42."
+    assert models == ["helper-model"]  # the helper's own model, for its turn only
+    assert {r["model"] for r in llm.requests if r["model"] != "helper-model"} == {"scripted-model"}
     assert subagent.delivered_to_id == delivered.pk and subagent.parent_turn_id == parent.pk
     task = Message.objects.get(conversation=child, role="user")
     assert task.content == TASK and task.origin == "task"
