@@ -144,7 +144,8 @@ def turn_finish(turn: Turn, *, status: str, error: str = "", notice: str = "") -
     if message is not None:
         message_publish(message, calls=[])
     turn_publish(turn)
-    # HOOK (platform tools): a subagent's answer goes to its parent; a schedule notes the end.
+    # HOOK (platform tools): a finished subagent posts its answer into its parent conversation
+    # (tools_app.platform.subagents); receivers never break the turn-ending path.
     for receiver, result in turn_finished.send_robust(sender=Turn, turn=turn):
         if isinstance(result, Exception):
             logger.error("turn %s: %r failed", turn.pk, receiver, exc_info=result)

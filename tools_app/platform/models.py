@@ -182,3 +182,13 @@ class Subagent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.status})"
+
+
+class BeatTick(models.Model):
+    """When the Schedules tick (sent by Celery beat) last ran: one row, for the Tools Manager
+    to say whether a beat is running at all."""
+
+    at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"last tick {self.at:%Y-%m-%d %H:%M:%S}"

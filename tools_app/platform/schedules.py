@@ -243,11 +243,31 @@ def schedule_reschedule(schedule: Schedule, *, now: datetime | None = None) -> N
 # --- firing -------------------------------------------------------------------------------
 
 
+def beat_ticked(*, now: datetime | None = None) -> None:
+    """Note that a tick ran (one upsert), for the Tools Manager's Schedules row."""
+    from tools_app.platform.models import BeatTick
+
+    BeatTick.objects.bulk_create(
+        [BeatTick(pk=1, at=now or timezone.now())],
+        update_conflicts=True,
+        unique_fields=["id"],
+        update_fields=["at"],
+    )
+
+
+def beat_last_tick() -> datetime | None:
+    from tools_app.platform.models import BeatTick
+
+    return BeatTick.objects.filter(pk=1).values_list("at", flat=True).first()
+
+
 def schedules_fire_due(*, now: datetime | None = None, limit: int = 100) -> int:
     """Fire every enabled schedule due at ``now``; how many this call fired."""
     now = now or timezone.now()
     due = list(
-        Schedule.objects.filter(enabled=True, next_run_at__lte=now).order_by("next_run_at")[:limit]
+        Schedule.objects.filter(enabled=True, next_run_at__lte=now, user__is_active=True).order_by(
+            "next_run_at"
+        )[:limit]
     )
     fired = 0
     for schedule in due:

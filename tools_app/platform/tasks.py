@@ -8,6 +8,7 @@ from celery import shared_task
 @shared_task(name="tools_app.platform.tasks.schedules_tick", ignore_result=True)
 def schedules_tick() -> None:
     """Sent by Celery beat every SCHEDULES_TICK_SECONDS: fire the schedules that are due."""
-    from tools_app.platform.schedules import schedules_fire_due
+    from tools_app.platform.schedules import beat_ticked, schedules_fire_due
 
     schedules_fire_due()
+    beat_ticked()

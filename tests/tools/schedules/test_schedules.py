@@ -317,3 +317,19 @@ def test_an_admin_edits_a_schedule_and_its_next_run_follows(client, staff_user, 
     assert schedule.cron == "30 18 * * *"
     assert (schedule.next_run_at.hour, schedule.next_run_at.minute) == (18, 30)
     assert "edited" in client.get("/admin/platform/schedule/").content.decode()
+
+
+def test_the_tools_manager_says_whether_beat_ticks(db):
+    from tools_app.executors.schedules.settings import schedules_status
+    from tools_app.platform.models import BeatTick
+    from tools_app.platform.tasks import schedules_tick
+
+    state, label, detail = schedules_status(None)
+    assert state == "bad" and label.endswith("no tick yet")
+    schedules_tick()  # what beat sends: fires what is due, then notes the tick
+    state, label, detail = schedules_status(None)
+    assert state == "ok" and label.endswith("every 15 s") and detail.startswith("last tick ")
+    BeatTick.objects.update(at=timezone.now() - timedelta(minutes=5))
+    state, label, detail = schedules_status(None)
+    assert state == "bad" and "no tick for 300 s" in label
+    assert "schedules do not fire" in detail

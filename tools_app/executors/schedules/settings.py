@@ -49,17 +49,30 @@ class SchedulesSettings(GroupSettings):
 
 
 def schedules_status(settings: object) -> tuple[str, str, str]:
-    """For the Tools Manager: who sends the ticks."""
+    """For the Tools Manager: whether Celery beat's ticks arrive."""
     from django.conf import settings as django_settings
+    from django.utils import timezone
 
-    every = f"every {django_settings.SCHEDULES_TICK_SECONDS:g} s"
-    if django_settings.MODE == "embedded":
-        return "ok", f"beat in-process, {every}", "Celery beat runs inside the web process"
-    return (
-        "unknown",
-        f"celery beat, {every}",
-        "run `celery -A controlcenter beat` (make beat) beside the workers",
+    from tools_app.platform.schedules import beat_last_tick
+
+    tick = django_settings.SCHEDULES_TICK_SECONDS
+    where = "beat in-process" if django_settings.MODE == "embedded" else "celery beat"
+    start = (
+        "it starts with the web process (manage.py serve)"
+        if django_settings.MODE == "embedded"
+        else "run `celery -A controlcenter beat` (make beat) beside the workers"
     )
+    last = beat_last_tick()
+    if last is None:
+        return "bad", f"{where}: no tick yet", f"no schedules tick has run yet; {start}"
+    age = (timezone.now() - last).total_seconds()
+    if age > 3 * tick + 5:
+        return (
+            "bad",
+            f"{where}: no tick for {int(age)} s",
+            f"schedules do not fire: the last tick ran {int(age)} s ago; {start}",
+        )
+    return "ok", f"{where}, every {tick:g} s", f"last tick {int(age)} s ago"
 
 
 GROUP = register_group(
