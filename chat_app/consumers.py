@@ -87,6 +87,3 @@ class ConversationConsumer(SafeJsonConsumer):
             )
         except approval.ApprovalError as exc:
             await self.send_error(str(exc), call_id=call_id)
-
-    async def cc_event(self, event: dict[str, Any]) -> None:
-        await self.send_json(event["payload"])

@@ -193,6 +193,15 @@ class AgentRunner:
             return
         loop.call_soon_threadsafe(self._spawn, turn_id)
 
+    def try_submit(self, turn_id: int) -> bool:
+        """Thread-safe and non-blocking: take the round if a slot is free now (embedded mode
+        hands rounds to its in-process runner this way; the queue takes the rest)."""
+        loop = self.loop
+        if loop is None or self._stopping.is_set() or not self._slots.acquire(blocking=False):
+            return False
+        loop.call_soon_threadsafe(self._spawn, turn_id)
+        return True
+
     def _spawn(self, turn_id: int) -> None:
         task = asyncio.get_running_loop().create_task(self._round(turn_id))
         self._tasks.add(task)

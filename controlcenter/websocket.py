@@ -30,6 +30,20 @@ def size_text(size: int) -> str:
 
 
 class SafeJsonConsumer(AsyncJsonWebsocketConsumer):
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        # Channels runs close_old_connections on its single sync thread before *every*
+        # message, events included: with hundreds of sockets each event queued behind the
+        # others there. Our handlers touch the database only through ``db`` (which closes
+        # stale connections on its own thread), so events from the layer skip that hop.
+        if message.get("type") == "cc.event":
+            await self.cc_event(message)
+            return
+        await super().dispatch(message)
+
+    async def cc_event(self, event: dict[str, Any]) -> None:
+        """An event published to one of this socket's groups: forward its payload."""
+        await self.send_json(event["payload"])
+
     async def receive(
         self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any
     ) -> None:

@@ -80,6 +80,3 @@ class ToolCallConsumer(SafeJsonConsumer):
             )
         except approval.ApprovalError as exc:
             await self.send_error(str(exc), call_id=self.call_id)
-
-    async def cc_event(self, event: dict[str, Any]) -> None:
-        await self.send_json(event["payload"])

@@ -9,6 +9,8 @@ One generator serves both. A settings model is turned into its JSON Schema first
 - ``Literal[...]`` / enum           → a select
 - ``str``                           → a text input
 - ``X | None``                      → X, where a blank value means ``None``
+- ``SecretStr`` (``writeOnly``)      → a password input that never shows the stored value
+                                      (blank keeps it) and a switch to remove it
 - anything else (objects, unions)   → a JSON text area
 
 The Django fields only *parse* what was typed; the Pydantic model (settings) or the binding
@@ -23,7 +25,7 @@ from typing import Any
 
 from django import forms
 from django.forms.utils import ErrorDict
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, SecretStr, ValidationError
 
 from tools_app.schema import plain_schema
 
@@ -49,7 +51,7 @@ class FieldSpec:
     """What the generator understood about one property."""
 
     name: str
-    kind: str  # text | integer | number | boolean | choice | lines | json
+    kind: str  # text | secret | integer | number | boolean | choice | lines | json
     label: str
     help: str = ""
     unit: str = ""
@@ -129,7 +131,9 @@ def field_spec(name: str, prop: dict[str, Any], *, required: bool) -> FieldSpec:
         has_default="default" in prop or "default" in inner,
     )
     kind = inner.get("type")
-    if "enum" in inner or "const" in inner:
+    if inner.get("writeOnly") and kind == "string":
+        spec.kind = "secret"
+    elif "enum" in inner or "const" in inner:
         spec.kind = "choice"
         spec.choices = list(inner["enum"]) if "enum" in inner else [inner["const"]]
     elif kind in ("integer", "number"):
@@ -161,6 +165,8 @@ def schema_specs(schema: dict[str, Any]) -> list[FieldSpec]:
 # --- values ↔ what the inputs show -------------------------------------------------------
 def display_value(spec: FieldSpec, value: Any) -> Any:
     """A Python value as the input shows it."""
+    if spec.kind == "secret":
+        return ""  # write-only: the stored value never travels back to a browser
     if value is None:
         return "" if spec.kind != "boolean" else None
     if spec.kind == "lines":
@@ -262,6 +268,11 @@ class SchemaForm(forms.Form):
             widget = forms.Textarea(attrs={"rows": 4, "class": "mono", "spellcheck": "false"})
             common["help_text"] = " ".join(filter(None, [spec.help, "JSON."]))
             return forms.CharField(widget=widget, **common)
+        if spec.kind == "secret":
+            password = forms.PasswordInput(
+                render_value=False, attrs={"autocomplete": "new-password", "spellcheck": "false"}
+            )
+            return forms.CharField(widget=password, **common)
         # Settings are trimmed; Test arguments are sent exactly as typed.
         strip = not self.blank_omits
         if spec.multiline:
@@ -278,6 +289,8 @@ class SchemaForm(forms.Form):
                 continue
             raw = cleaned[name]
             if raw is None or (isinstance(raw, str) and not raw.strip()):
+                if spec.kind == "secret":
+                    continue  # blank keeps the stored secret
                 if self.blank_omits and not spec.required:
                     continue
                 if spec.nullable:
@@ -329,17 +342,49 @@ class SchemaForm(forms.Form):
 
 
 class SettingsForm(SchemaForm):
-    """A tool group's settings, validated by the group's own Pydantic model."""
+    """A tool group's settings, validated by the group's own Pydantic model.
+
+    Secret fields are write-only: their input starts empty, a blank one keeps what is stored,
+    and a "Remove" switch (shown when something is stored) clears it (``clear_secrets``)."""
+
+    CLEAR = "__clear"
 
     def __init__(
         self, data: Any = None, *, model: type[BaseModel], current: BaseModel | None = None
     ) -> None:
         self.model = model
-        values = (current or model()).model_dump(mode="json")
+        current = current or model()
+        values = current.model_dump(mode="json")
         super().__init__(data, schema=plain_schema(model), values=values)
+        for spec in [s for s in self.specs.values() if s.kind == "secret"]:
+            secret = getattr(current, spec.name, None)
+            stored = isinstance(secret, SecretStr) and bool(secret.get_secret_value())
+            field = self.fields[spec.name]
+            note = (
+                "A value is stored (encrypted); leave blank to keep it."
+                if stored
+                else "Nothing stored yet."
+            )
+            field.help_text = " ".join(filter(None, [str(field.help_text), note]))
+            if stored:
+                remove = forms.BooleanField(
+                    label=f"Remove the stored {spec.label.lower()}",
+                    required=False,
+                    widget=SwitchInput(),
+                )
+                # Right below its input, not at the end of the form.
+                items = list(self.fields.items())
+                at = [n for n, _ in items].index(spec.name) + 1
+                items.insert(at, (spec.name + self.CLEAR, remove))
+                self.fields = dict(items)
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
+        self.clear_secrets = [
+            name
+            for name, spec in self.specs.items()
+            if spec.kind == "secret" and cleaned.get(name + self.CLEAR)
+        ]
         if not self.errors:
             try:
                 self.settings = self.model.model_validate(self.values)

@@ -256,7 +256,7 @@ def imported_sync(*, force: bool = False) -> None:
 
     with _lock:
         _checked_at = now
-        stamp = dict(ToolSource.objects.values_list("id", "revision"))
+        stamp = dict(ToolSource.objects.order_by().values_list("id", "revision"))
         if stamp == {k: v[0] for k, v in _registered.items()}:
             return
         for source_id in set(_registered) - set(stamp):

@@ -49,11 +49,15 @@ class ConfigQuerySet(models.QuerySet[Any]):
 
 
 class ToolGroupConfig(models.Model):
-    """Admin-edited state of one tool group: on/off and its settings (validated JSON)."""
+    """Admin-edited state of one tool group: on/off and its settings (validated JSON).
+
+    Settings fields typed ``SecretStr`` (an API key) are not in ``settings``: they are kept in
+    ``secrets``, a JSON object encrypted at rest, and merged back when the settings are read."""
 
     name = models.CharField(max_length=64, unique=True)
     enabled = models.BooleanField(default=True)
     settings = models.JSONField(default=dict, blank=True)
+    secrets = EncryptedTextField()
     updated_at = models.DateTimeField(auto_now=True)
     updated_by = models.ForeignKey(
         django_settings.AUTH_USER_MODEL,

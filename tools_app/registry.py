@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 from tools_app.schema import plain_schema, strict_schema, supports_strict
 
@@ -36,6 +36,12 @@ class GroupSettings(BaseModel):
     calls_per_minute: int = Field(
         0, ge=0, le=10_000, description="Per-tool calls allowed per minute (0 = unlimited)."
     )
+
+
+def secret_fields(model: type[BaseModel]) -> tuple[str, ...]:
+    """Names of a settings model's ``SecretStr`` fields: stored encrypted
+    (``ToolGroupConfig.secrets``), write-only in the Tools Manager, never in the audit log."""
+    return tuple(name for name, info in model.model_fields.items() if info.annotation is SecretStr)
 
 
 @dataclass(frozen=True)

@@ -9,15 +9,20 @@ the web process applies to the very next call a worker binds or runs.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection
+from django.db.models import TextField
+from django.db.models.functions import Cast
 from pydantic import ValidationError
 
+from controlcenter.secrets import SecretDecryptionError, decrypt
 from tools_app.models import ToolConfigVersion, ToolFunctionConfig, ToolGroupConfig
 from tools_app.registry import GROUPS, TOOLS, BaseTool, GroupSettings
 
@@ -58,6 +63,24 @@ class ConfigSnapshot:
 
 _lock = threading.Lock()
 _cached: ConfigSnapshot | None = None
+_pinned = threading.local()
+
+
+@contextmanager
+def config_pinned() -> Iterator[ConfigSnapshot]:
+    """One configuration for a unit of work (a model round): every read inside sees the same
+    snapshot, checked against the stored token once instead of once per read. Nested uses
+    share the outer snapshot."""
+    outer: ConfigSnapshot | None = getattr(_pinned, "snapshot", None)
+    if outer is not None:
+        yield outer
+        return
+    snapshot = config_snapshot()
+    _pinned.snapshot = snapshot
+    try:
+        yield snapshot
+    finally:
+        _pinned.snapshot = None
 
 
 def _current_token() -> str | None:
@@ -73,6 +96,9 @@ def config_snapshot(*, token: str | None = None) -> ConfigSnapshot:
     unchanged, else read again (two queries). ``token``: the stored token, when the caller has
     just read it in a statement of its own (the claim of a tool call does)."""
     global _cached
+    pinned: ConfigSnapshot | None = getattr(_pinned, "snapshot", None)
+    if pinned is not None and token is None:
+        return pinned
     # The token first, then the rows: a copy may be newer than its token (then it is read
     # again next time), never older.
     if token is None:
@@ -80,11 +106,14 @@ def config_snapshot(*, token: str | None = None) -> ConfigSnapshot:
     cached = _cached
     if token is not None and cached is not None and cached.token == token:
         return cached
+    # Secrets are read as stored (encrypted) and decrypted per group, so a key that can no
+    # longer be decrypted costs that group its secret, not every tool its configuration.
+    rows = ToolGroupConfig.objects.annotate(
+        stored_secrets=Cast("secrets", output_field=TextField())
+    ).values_list("name", "enabled", "settings", "stored_secrets")
     groups = {
-        name: (enabled, dict(stored or {}))
-        for name, enabled, stored in ToolGroupConfig.objects.values_list(
-            "name", "enabled", "settings"
-        )
+        name: (enabled, {**(stored or {}), **group_secrets(_decrypted(name, secrets))})
+        for name, enabled, stored, secrets in rows
     }
     functions = {
         name: _Function(enabled, approval, reasoning, timeout, per_minute)
@@ -116,6 +145,28 @@ def _validated_settings(name: str, stored: dict[str, Any]) -> GroupSettings:
         return group.settings_model()
 
 
+def _decrypted(name: str, stored: str | None) -> str:
+    try:
+        return decrypt(stored or "")
+    except SecretDecryptionError:
+        logger.error("the secrets of tool group %s cannot be decrypted; ignoring them", name)
+        return ""
+
+
+def group_secrets(stored: str | None) -> dict[str, str]:
+    """The decrypted ``ToolGroupConfig.secrets`` of a group: field name → plain value."""
+    if not stored:
+        return {}
+    try:
+        values = json.loads(stored)
+    except json.JSONDecodeError:
+        logger.warning("stored secrets of a tool group are not JSON; ignoring them")
+        return {}
+    if not isinstance(values, dict):
+        return {}
+    return {str(k): v for k, v in values.items() if isinstance(v, str) and v}
+
+
 def group_settings(name: str) -> GroupSettings:
     """The group's validated settings; defaults for anything never saved."""
     return config_snapshot().settings(name)
@@ -123,7 +174,9 @@ def group_settings(name: str) -> GroupSettings:
 
 def stored_group_settings(config: ToolGroupConfig | None, name: str) -> GroupSettings:
     """The validated settings of a row the caller holds (e.g. locked for an update)."""
-    return _validated_settings(name, dict(config.settings) if config else {})
+    if config is None:
+        return _validated_settings(name, {})
+    return _validated_settings(name, {**config.settings, **group_secrets(config.secrets)})
 
 
 @dataclass(frozen=True)

@@ -125,7 +125,10 @@ def group_edit(request: HtmxHttpRequest, group: str) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         try:
             settings, changed = group_settings_save(
-                user=request.user, group=group, values=form.values
+                user=request.user,
+                group=group,
+                values=form.values,
+                clear_secrets=form.clear_secrets,
             )
         except ValidationError as exc:  # the service is the last word; normally never here
             form.add_validation_error(exc)

@@ -9,6 +9,8 @@ response is closed, which drops its HTTP connection.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -17,8 +19,6 @@ from typing import Any
 
 import httpx2
 import openai
-from openai.types.chat import ChatCompletionChunk
-from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
 
 from chat_app.providers.base import (
     ChatMessage,
@@ -85,18 +85,22 @@ class OpenAIProvider(LLMProvider):
 
         assembler = _ChunkAssembler()
         try:
-            async with self._session() as client:
-                chunks = await client.chat.completions.create(
+            # The raw response, read as server-sent events: the SDK's own stream builds a
+            # pydantic model per chunk, which was the largest CPU cost of a turn under load.
+            # Errors (status, connection) still come from the SDK.
+            async with (
+                self._session() as client,
+                client.chat.completions.with_streaming_response.create(
                     **as_prebuilt_body(request, ("model", "stream"))
-                )
-                async with chunks:
-                    async for chunk in chunks:
-                        try:
-                            events = list(assembler.feed(chunk))
-                        except (AttributeError, TypeError, KeyError, ValueError) as exc:
-                            raise malformed_stream_error(exc) from exc
-                        for event in events:
-                            yield event
+                ) as response,
+            ):
+                async for data in sse_data(response.iter_lines()):
+                    try:
+                        events = list(assembler.feed(data))
+                    except (AttributeError, TypeError, KeyError, ValueError) as exc:
+                        raise malformed_stream_error(exc) from exc
+                    for event in events:
+                        yield event
         except openai.APIStatusError as exc:
             raise self._status_error(exc, tools_sent=bool(tools)) from exc
         except (openai.APIConnectionError, httpx2.TransportError) as exc:
@@ -173,37 +177,47 @@ class _ChunkAssembler:
         self.finish_reason: str | None = None
         self.usage: dict[str, int] = {}
 
-    def feed(self, chunk: ChatCompletionChunk) -> Iterator[TextDelta | ToolCallStarted]:
+    def feed(self, chunk: dict[str, Any]) -> Iterator[TextDelta | ToolCallStarted]:
+        """One ``chat.completion.chunk`` as decoded JSON."""
         self.started = True
-        if chunk.usage is not None:
+        usage = chunk.get("usage")
+        if usage:
             self.usage = {
-                "input_tokens": chunk.usage.prompt_tokens,
-                "output_tokens": chunk.usage.completion_tokens,
+                "input_tokens": int(usage.get("prompt_tokens") or 0),
+                "output_tokens": int(usage.get("completion_tokens") or 0),
             }
-        for choice in chunk.choices[:1]:  # we never ask for n > 1
-            delta = choice.delta
-            if delta.content:
-                self.text.append(delta.content)
-                yield TextDelta(delta.content)
-            for position, tool_delta in enumerate(delta.tool_calls or []):
+        for choice in (chunk.get("choices") or [])[:1]:  # we never ask for n > 1
+            delta = choice.get("delta") or {}
+            content = delta.get("content")
+            if content:
+                if not isinstance(content, str):
+                    raise TypeError(f"delta content is {type(content).__name__}, not a string")
+                self.text.append(content)
+                yield TextDelta(content)
+            for position, tool_delta in enumerate(delta.get("tool_calls") or []):
                 started = self._merge(tool_delta, position)
                 if started is not None:
                     yield started
-            if choice.finish_reason:
-                self.finish_reason = choice.finish_reason
+            if choice.get("finish_reason"):
+                self.finish_reason = str(choice["finish_reason"])
 
-    def _merge(self, delta: ChoiceDeltaToolCall, position: int) -> ToolCallStarted | None:
+    def _merge(self, delta: dict[str, Any], position: int) -> ToolCallStarted | None:
         # Deltas of parallel calls may interleave; only ``index`` ties them together, and
         # id/name usually arrive in a call's first delta only.
-        index = delta.index if isinstance(getattr(delta, "index", None), int) else position
+        index = delta.get("index")
+        index = index if isinstance(index, int) else position
         call = self.calls.setdefault(index, _PartialCall())
-        if delta.id and not call.id:
-            call.id = delta.id
-        if delta.function is not None:
-            if delta.function.name and not call.name:
-                call.name = delta.function.name
-            if delta.function.arguments:
-                call.arguments += delta.function.arguments
+        if delta.get("id") and not call.id:
+            call.id = str(delta["id"])
+        function = delta.get("function")
+        if function is not None:
+            if function.get("name") and not call.name:
+                call.name = str(function["name"])
+            arguments = function.get("arguments")
+            if arguments:
+                if not isinstance(arguments, str):
+                    raise TypeError("tool call arguments are not a string")
+                call.arguments += arguments
         if call.name and not call.announced:
             call.announced = True
             call.id = call.id or _synthetic_id()
@@ -222,6 +236,51 @@ class _ChunkAssembler:
             stop_reason=self.finish_reason,
             usage=self.usage,
         )
+
+
+async def sse_data(lines: AsyncIterator[str]) -> AsyncIterator[dict[str, Any]]:
+    """The JSON payloads of a server-sent event stream (``data:`` lines, joined per event),
+    up to ``[DONE]``. An event carrying ``{"error": ...}`` raises like the SDK's stream does;
+    data that is not JSON raises ``json.JSONDecodeError``."""
+    data: list[str] = []
+
+    def payload() -> str:
+        text = "\n".join(data)
+        data.clear()
+        return text
+
+    async for line in lines:
+        if line.startswith("data:"):
+            data.append(line[6:] if line.startswith("data: ") else line[5:])
+            continue
+        if line or not data:  # event:, id:, retry:, comments; or a blank line with no data
+            continue
+        text = payload()
+        if text.startswith("[DONE]"):
+            # Read the (empty) rest of the body so the HTTP/1.1 connection can be reused;
+            # a server that keeps talking after [DONE] loses its connection instead.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(1.0):
+                    async for _ in lines:
+                        pass
+            return
+        yield _checked(json.loads(text))
+    if data and not (text := payload()).startswith("[DONE]"):
+        yield _checked(json.loads(text))
+
+
+def _checked(chunk: Any) -> dict[str, Any]:
+    if not isinstance(chunk, dict):
+        raise malformed_stream_error(
+            TypeError(f"a stream event is {type(chunk).__name__}, not an object")
+        )
+    error = chunk.get("error")
+    if error:
+        message = error.get("message") if isinstance(error, dict) else None
+        raise stream_error(
+            message if isinstance(message, str) and message else "an error during streaming"
+        )
+    return chunk
 
 
 def _synthetic_id() -> str:

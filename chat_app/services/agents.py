@@ -28,9 +28,11 @@ class AgentImportError(ValueError):
 
 
 def agent_default() -> Agent:
-    agent = Agent.objects.filter(is_default=True).first()
-    if agent is not None:
-        return agent
+    # Unordered, picked in Python: an ORDER BY on this wide model costs more in Django's
+    # compiler than the query (this runs every model round).
+    defaults = list(Agent.objects.filter(is_default=True).order_by())
+    if defaults:
+        return min(defaults, key=lambda a: a.name)
     agent, _ = Agent.objects.get_or_create(
         name=DEFAULT_AGENT,
         defaults={"description": "Every enabled tool, the built-in prompt.", "is_default": True},

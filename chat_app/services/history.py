@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.db.models import Prefetch
+
 from chat_app.fallback import format_tool_results
 from chat_app.models import Conversation, Message
 from chat_app.providers import ChatMessage, ImagePart, ToolCallRequest
@@ -40,7 +42,9 @@ def build_history(
     messages = list(
         Message.objects.filter(conversation=conversation)
         .exclude(role=Message.Role.NOTICE)
-        .prefetch_related("tool_calls")
+        # Unordered (sorted below): an ORDER BY over ToolCall's many columns costs more
+        # Python in Django's compiler than the query takes.
+        .prefetch_related(Prefetch("tool_calls", queryset=ToolCall.objects.order_by()))
         .order_by("created_at", "id")
     )
     out: list[ChatMessage] = []

@@ -156,6 +156,11 @@ def round_prepare(
     turn_id: int, *, runner: str, clients: ClientCache | None = None
 ) -> RoundPlan | None:
     """Claim the turn and build the request; None when there is nothing to stream."""
+    with selectors.config_pinned():
+        return _round_prepare(turn_id, runner=runner, clients=clients)
+
+
+def _round_prepare(turn_id: int, *, runner: str, clients: ClientCache | None) -> RoundPlan | None:
     claimed = Turn.objects.filter(
         pk=turn_id, status=Turn.Status.RUNNING, phase=Turn.Phase.MODEL
     ).update(phase=Turn.Phase.STREAMING, runner=runner, heartbeat_at=timezone.now())
@@ -318,6 +323,11 @@ async def round_run(turn_id: int, supervisor: RoundSupervisor) -> None:
 
 
 def round_complete(plan: RoundPlan, text: str, outcome: ModelReply | BaseException) -> None:
+    with selectors.config_pinned():
+        _round_complete(plan, text, outcome)
+
+
+def _round_complete(plan: RoundPlan, text: str, outcome: ModelReply | BaseException) -> None:
     turn = Turn.objects.get(pk=plan.turn_id)
     if not turn.is_running:
         # The reaper ended it meanwhile (this runner looked dead: a long pause, a lost

@@ -39,7 +39,11 @@ def provider_seed_from_env() -> Provider | None:
 
 
 def provider_default() -> Provider | None:
-    return Provider.objects.filter(is_default=True).first() or Provider.objects.first()
+    # Unordered, picked in Python (see agent_default): this runs every model round.
+    defaults = list(Provider.objects.filter(is_default=True).order_by())
+    if defaults:
+        return min(defaults, key=lambda p: p.name)
+    return Provider.objects.first()
 
 
 def provider_for_conversation(conversation: Conversation) -> Provider | None:

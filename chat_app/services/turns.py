@@ -36,7 +36,15 @@ AGENT_ROUND_TASK = "chat_app.tasks.agent_round"
 
 def round_send(turn_id: int) -> None:
     """Put a round on the ``agent`` queue (Celery's message, sent by name: the agent runner
-    consumes it, and so would a plain Celery worker told to)."""
+    consumes it, and so would a plain Celery worker told to). In embedded mode the runner
+    lives in this process and takes the round directly while it has a free slot: the
+    in-memory queue would only serialize the turn id and hand it back to the same process."""
+    if settings.MODE == "embedded":
+        from controlcenter.embedded import embedded_runner
+
+        runner = embedded_runner()
+        if runner is not None and runner.try_submit(turn_id):
+            return
     try:
         celery_app.send_task(AGENT_ROUND_TASK, (turn_id,), queue="agent")
     except Exception as exc:  # the reaper queues it again once the broker is back
@@ -171,10 +179,15 @@ def turn_stop(*, turn: Turn) -> None:
 def turn_advance(turn_id: int) -> None:
     """Called whenever a tool call of the turn finishes: when none is left unfinished, finish
     a slash/cancelled turn or queue the next model round."""
-    turn = Turn.objects.filter(pk=turn_id).first()
-    if turn is None or not turn.is_running or turn.phase != Turn.Phase.TOOLS:
+    # get(), not first(): an ORDER BY makes Django's compiler hash every selected column,
+    # which costs more than the query itself on this hot path.
+    try:
+        turn = Turn.objects.get(pk=turn_id)
+    except Turn.DoesNotExist:
         return
-    calls = list(turn.tool_calls.values_list("status", flat=True))
+    if not turn.is_running or turn.phase != Turn.Phase.TOOLS:
+        return
+    calls = list(turn.tool_calls.order_by().values_list("status", flat=True))
     if any(status not in ToolCall.TERMINAL for status in calls):
         return
     if turn.cancel_requested:

@@ -10,6 +10,16 @@ import pytest
 
 from tests.e2e.conftest import app_server, browser, page  # noqa: F401
 from tests.scenarios.workspace import isolated_conversation
+from tests.tools.research.conftest import (  # noqa: F401  (the research scenario's servers)
+    _pages_server,
+    _searxng_server,
+    _tavily_server,
+    _victim_server,
+    pages,
+    searxng,
+    tavily,
+    victim,
+)
 
 
 @pytest.fixture

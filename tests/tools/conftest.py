@@ -349,15 +349,22 @@ class EventTap:
         channel = await layer.new_channel()
         await layer.group_add(self.group, channel)
         self._ready.set()
+        # One receive stays pending across stop checks: cancelling channels_redis's receive
+        # (asyncio.wait_for with a timeout) can drop a message it has already popped.
+        pending: asyncio.Future[dict[str, Any]] | None = None
         try:
             while not self._stop.is_set():
-                try:
-                    message = await asyncio.wait_for(layer.receive(channel), 0.1)
-                except TimeoutError:
+                if pending is None:
+                    pending = asyncio.ensure_future(layer.receive(channel))
+                done, _ = await asyncio.wait({pending}, timeout=0.1)
+                if not done:
                     continue
+                message, pending = pending.result(), None
                 with self._lock:
                     self.events.append((time.monotonic(), message.get("payload", {})))
         finally:
+            if pending is not None:
+                pending.cancel()
             await layer.group_discard(self.group, channel)
 
     def of_type(self, kind: str) -> list[dict[str, Any]]:

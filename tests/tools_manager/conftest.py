@@ -9,6 +9,7 @@ import pytest
 from django.test import Client
 
 from tests.e2e.conftest import app_server, browser, page  # noqa: F401  (fixtures)
+from tests.tools.research.conftest import _tavily_server, tavily  # noqa: F401  (fixtures)
 
 
 @pytest.fixture

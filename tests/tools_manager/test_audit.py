@@ -14,6 +14,7 @@ from django.test import RequestFactory
 from django.utils import timezone
 
 from chat_app.models import Conversation
+from tests.helpers import wait_for
 from tools_app.audit_selectors import EXPORT_FIELDS, AuditFilters, audit_records
 from tools_app.models import AuditRecord
 from tools_app.runtime import BindContext
@@ -189,7 +190,13 @@ def test_a_call_that_ran_has_one_complete_record(user, staff_user, approval):
     )
     if approval:
         call = toolcall_approve(call=call, user=staff_user)
+    # Distributed, the approval already queued it for a real worker: whichever of the two
+    # claims it runs it, the other finds it taken. Either way: one complete record.
     toolcall_execute(tool_call_id=call.pk)
+    wait_for(
+        lambda: ToolCall.objects.get(pk=call.pk).status in ToolCall.TERMINAL,
+        message="the call to finish",
+    )
     assert ToolCall.objects.get(pk=call.pk).status == "succeeded"
     rec = AuditRecord.objects.get(kind="call", tool_call=call)  # one record, not two
     assert (rec.status, rec.username) == ("succeeded", "alice")

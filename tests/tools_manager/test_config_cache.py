@@ -41,9 +41,12 @@ def bind(user: Any) -> ToolCall:
     )
 
 
-def test_it_asks_the_database_one_small_question_while_nothing_changes(db: None) -> None:
+def test_it_asks_the_database_one_small_question_while_nothing_changes(
+    db: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("tools_app.imported.CHECK_INTERVAL", 600.0)  # a slow machine
     ToolGroupConfig.objects.create(name="time", settings={"timeout_seconds": 7})
-    selectors.config_snapshot()  # read once
+    selectors.enabled_tools()  # read once (also the imported groups' stamp, checked once a second)
     with CaptureQueriesContext(connection) as queries:
         state = selectors.tool_state(CURRENT_TIME)
         settings = selectors.group_settings("time")

@@ -592,3 +592,44 @@ def test_streams_work_from_several_event_loops(llm: ScriptedLLM) -> None:
     for thread in threads:
         thread.join(10)
     assert results == ["ok"] * 4
+
+
+def _sse(lines: list[str]) -> list[dict[str, Any]]:
+    from chat_app.providers.openai_provider import sse_data
+
+    async def source() -> Any:
+        for line in lines:
+            yield line
+
+    async def collect() -> list[dict[str, Any]]:
+        return [d async for d in sse_data(source())]
+
+    return asyncio.run(collect())
+
+
+def test_server_sent_events_are_decoded_per_event_up_to_done() -> None:
+    lines = [
+        ": a comment",
+        "event: chunk",
+        'data: {"a": 1}',
+        "",
+        'data: {"b":',  # one event's data split over two lines
+        "data: 2}",
+        "",
+        "",
+        "data:[DONE]",
+        "",
+        'data: {"after": "done"}',
+        "",
+    ]
+    assert _sse(lines) == [{"a": 1}, {"b": 2}]
+    assert _sse(['data: {"last": true}']) == [{"last": True}]  # no blank line at the end
+
+
+def test_server_sent_events_that_are_not_protocol_raise_provider_errors() -> None:
+    with pytest.raises(json.JSONDecodeError):
+        _sse(["data: {{{", ""])
+    with pytest.raises(ProviderError, match="malformed stream event"):
+        _sse(["data: [1, 2]", ""])
+    with pytest.raises(ProviderError, match="mid-reply: overloaded"):
+        _sse(['data: {"error": {"message": "overloaded"}}', ""])

@@ -12,6 +12,7 @@ import importlib
 EXECUTORS: list[str] = [
     "shell", "file", "http", "dev", "docker", "time", "browser",
     "memory", "docs", "skills", "messaging", "schedules", "subagents", "openapi", "mcp",
+    "research",
 ]  # fmt: skip
 
 

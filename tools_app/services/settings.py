@@ -7,13 +7,16 @@ the log cannot miss a change that happened nor record one that did not.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from typing import Any
 
 from django.db import transaction
+from pydantic import SecretStr
 
 from tools_app import selectors
 from tools_app.models import ToolFunctionConfig, ToolGroupConfig
-from tools_app.registry import GROUPS, TOOLS, GroupSettings
+from tools_app.registry import GROUPS, TOOLS, GroupSettings, secret_fields
 from tools_app.services.audit import audit_settings_change
 
 # The per-function switches an admin may flip, and what the audit log calls them.
@@ -31,29 +34,63 @@ def _group(name: str) -> str:
 
 
 def group_settings_save(
-    *, user: Any, group: str, values: dict[str, Any]
+    *, user: Any, group: str, values: dict[str, Any], clear_secrets: Iterable[str] = ()
 ) -> tuple[GroupSettings, list[str]]:
     """Validate ``values`` with the group's settings model and store them; return the
     settings and the names of the fields that changed.
 
     Raises pydantic's ValidationError (the form shows it inline). Only the model's own fields
     are stored, so keys left over from an older version of the model disappear on save.
+
+    Secret fields (``SecretStr``) are write-only: a non-blank value replaces the stored one,
+    a blank or missing one keeps it, and a name in ``clear_secrets`` removes it. They are
+    stored encrypted in ``ToolGroupConfig.secrets``, never in ``settings``, and the audit log
+    records only that they changed.
     """
     model = GROUPS[_group(group)].settings_model
+    secret_names = set(secret_fields(model))
     validated = model.model_validate(values)
-    after = validated.model_dump(mode="json")
+    after = validated.model_dump(mode="json", exclude=secret_names)
     with transaction.atomic():
         config, _ = ToolGroupConfig.objects.select_for_update().get_or_create(name=group)
-        before = selectors.stored_group_settings(config, group).model_dump(mode="json")
+        before = selectors.stored_group_settings(config, group).model_dump(
+            mode="json", exclude=secret_names
+        )
+        old_secrets = selectors.group_secrets(config.secrets)
+        new_secrets = _merged_secrets(old_secrets, validated, secret_names, set(clear_secrets))
         changed = sorted(k for k in after if before.get(k) != after[k])
-        if not changed and config.settings == after:
-            return validated, []
+        changed_secrets = sorted(
+            k for k in secret_names if old_secrets.get(k) != new_secrets.get(k)
+        )
+        result = model.model_validate({**after, **new_secrets})
+        if not changed and not changed_secrets and config.settings == after:
+            return result, []
         config.settings = after
+        config.secrets = json.dumps(new_secrets, sort_keys=True) if new_secrets else ""
         config.updated_by = user
-        config.save(update_fields=["settings", "updated_by", "updated_at"])
-        if changed:
-            audit_settings_change(user=user, group=group, before=before, after=after)
-    return validated, changed
+        config.save(update_fields=["settings", "secrets", "updated_by", "updated_at"])
+        if changed or changed_secrets:
+            # Secrets appear only as "stored"/"not stored" (and are redacted by name as well).
+            state = {True: "stored", False: "not stored"}
+            audit_settings_change(
+                user=user,
+                group=group,
+                before={**before, **{k: state[k in old_secrets] for k in changed_secrets}},
+                after={**after, **{k: state[k in new_secrets] for k in changed_secrets}},
+            )
+    return result, sorted(changed + changed_secrets)
+
+
+def _merged_secrets(
+    old: dict[str, str], validated: GroupSettings, names: set[str], clear: set[str]
+) -> dict[str, str]:
+    merged = {k: v for k, v in old.items() if k in names and k not in clear}
+    for name in names:
+        value = getattr(validated, name)
+        plain = value.get_secret_value() if isinstance(value, SecretStr) else str(value or "")
+        if plain.strip():
+            merged[name] = plain.strip()
+    return merged
 
 
 def group_enabled_set(*, user: Any, group: str, enabled: bool) -> ToolGroupConfig:

@@ -70,6 +70,9 @@ class HttpResult:
     url: str  # final URL, after redirects
     redirects: list[str] = field(default_factory=list)  # each URL a redirect led to
     elapsed_ms: int = 0
+    # The (decoded, capped) body bytes, for callers that parse documents themselves (the
+    # research tool hands HTML to its extractor, which reads <meta charset> as well).
+    raw: bytes = field(default=b"", repr=False)
 
 
 class _Aborted(Exception):
@@ -547,7 +550,9 @@ class _BodyReader:
         text, note = self._text()
         if text is not None and self.truncated:
             text += f"\n\n[truncated: only the first {self.max_bytes} bytes of the body are shown]"
-        return HttpResult(status, headers, text, note, self.truncated, url)
+        result = HttpResult(status, headers, text, note, self.truncated, url)
+        result.raw = bytes(self.data)
+        return result
 
     def _text(self) -> tuple[str | None, str | None]:
         if not self.data:
