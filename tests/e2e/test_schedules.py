@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.conf import settings
@@ -16,31 +17,35 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from tests.conftest import start_beat_process, stop_process
-from tests.e2e.conftest import login, wait_connected
+from tests.e2e.conftest import login, run_app_server, wait_connected
 from tests.llm_server import Reply
 from tools_app.platform.models import Schedule
 
 pytestmark = [pytest.mark.e2e, pytest.mark.modes]
 
 
-@pytest.fixture
-def beat(app_server: str) -> Iterator[None]:
-    """Embedded: the server runs beat itself. Distributed: a beat process beside it."""
+@pytest.fixture(scope="module")
+def app_server(django_db_setup: Any, worker_process: Any) -> Iterator[str]:
+    """This module's own server, the only one with a beat: embedded mode runs beat inside it
+    (as `make run` does) and its page must get the events of the turns it fires; distributed
+    mode runs a `celery beat` process beside it (events travel through Redis)."""
     if settings.MODE == "embedded":
-        yield
+        with run_app_server(log_name="test-server-beat.log", SCHEDULES_TICK_SECONDS="1") as url:
+            yield url
         return
-    proc = start_beat_process(log_name="test-e2e-beat.log", tick=1.0)
-    try:
-        yield
-    finally:
-        stop_process(proc)
+    with run_app_server("--no-beat") as url:
+        proc = start_beat_process(log_name="test-e2e-beat.log", tick=1.0)
+        try:
+            yield url
+        finally:
+            stop_process(proc)
 
 
 def card(page, tool: str):
     return page.locator(".toolcall", has=page.locator(".tool-name", has_text=tool))
 
 
-def test_a_person_adds_a_schedule_and_sees_it_fire(page, user, llm, provider, beat):
+def test_a_person_adds_a_schedule_and_sees_it_fire(page, user, llm, provider):
     login(page, "alice", "alice-password-1")
     wait_connected(page)
     conversation_id = int(page.locator("#chat").get_attribute("data-conversation-id"))

@@ -21,8 +21,15 @@ class Command(BaseCommand):
         parser.add_argument(
             "--no-worker", action="store_true", help="Do not start the worker (nor beat)."
         )
+        parser.add_argument(
+            "--no-beat",
+            action="store_true",
+            help="Do not start the in-process beat (schedules then fire only where one runs).",
+        )
 
-    def handle(self, *args: Any, host: str, port: int, no_worker: bool, **options: Any) -> None:
+    def handle(
+        self, *args: Any, host: str, port: int, no_worker: bool, no_beat: bool, **options: Any
+    ) -> None:
         from channels.routing import get_default_application
         from daphne.endpoints import build_endpoint_description_strings
         from daphne.server import Server
@@ -35,9 +42,10 @@ class Command(BaseCommand):
             from controlcenter.embedded import start_embedded_worker
 
             start_embedded_worker()
-            from controlcenter.embedded import start_embedded_beat
+            if not no_beat:
+                from controlcenter.embedded import start_embedded_beat
 
-            start_embedded_beat()  # schedules: beat sends its ticks to the in-process worker
+                start_embedded_beat()  # schedules: beat sends ticks to the in-process worker
         # Every process looks for lost work; the web process too, so a turn whose runner or
         # worker died ends even when none is left to notice.
         start_maintenance_thread()
