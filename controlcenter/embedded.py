@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
@@ -25,6 +25,7 @@ _lock = threading.Lock()
 _worker_thread: threading.Thread | None = None
 _worker: object | None = None
 _runner: AgentRunner | None = None
+_beat: Any = None
 
 QUEUES = ("tools", "browser")  # the agent queue is the runner's
 
@@ -81,6 +82,39 @@ def start_embedded_worker(*, concurrency: int | None = None) -> None:
         if not ready.wait(timeout=30):
             raise RuntimeError("embedded Celery worker did not start within 30 s")
         time.sleep(0.01)
+
+
+def start_embedded_beat() -> None:
+    """Celery beat in a thread of this process: it sends ``schedules_tick`` every
+    SCHEDULES_TICK_SECONDS to the in-process worker (distributed mode runs ``celery beat``).
+    Safe beside other beats: firing a schedule is claimed in the database."""
+    global _beat
+    if settings.MODE != "embedded":
+        raise RuntimeError("the in-process beat only runs in embedded mode")
+    with _lock:
+        if _beat is not None and _beat.is_alive():
+            return
+        from celery.beat import EmbeddedService
+
+        from controlcenter.celery import app
+
+        _beat = EmbeddedService(
+            app,
+            thread=True,
+            max_interval=settings.CELERY_BEAT_MAX_LOOP_INTERVAL,
+            scheduler_cls=settings.CELERY_BEAT_SCHEDULER,  # Service's default keeps a file
+        )
+        _beat.name = "embedded-beat"
+        _beat.start()
+
+
+def stop_embedded_beat() -> None:
+    global _beat
+    with _lock:
+        if _beat is not None:
+            _beat.stop()
+            _beat.join(timeout=10)
+        _beat = None
 
 
 def stop_embedded_worker() -> None:

@@ -215,6 +215,7 @@ else:
 CELERY_DB_REUSE_MAX = envint("CELERY_DB_REUSE_MAX", 1000, minimum=0)
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_RESULT_BACKEND = None
+CELERY_RESULT_EXPIRES = None  # no results are kept: beat must not schedule a cleanup of them
 CELERY_TASK_DEFAULT_QUEUE = "tools"
 CELERY_TASK_ROUTES = {
     "chat_app.tasks.*": {"queue": "agent"},
@@ -285,6 +286,23 @@ MEDIA_DIR = VAR_DIR / "media"
 # and the project's own documentation offered by the Docs tools.
 SKILLS_DIR = Path(envstr("SKILLS_DIR", str(VAR_DIR / "skills"))).resolve()
 PROJECT_DOCS_DIR = BASE_DIR / "docs"
+# Schedules (issue 10): Celery beat sends ``schedules_tick`` this often; the tick fires every
+# schedule that is due (claimed with a conditional UPDATE, so several beats never double-fire).
+# Embedded mode runs beat inside the web process; distributed mode runs ``celery beat``.
+SCHEDULES_TICK_SECONDS = envfloat("SCHEDULES_TICK_SECONDS", 15.0)
+if not 0.5 <= SCHEDULES_TICK_SECONDS <= 60:
+    raise ImproperlyConfigured("SCHEDULES_TICK_SECONDS must be between 0.5 and 60 (seconds)")
+CELERY_BEAT_SCHEDULE = {
+    "schedules-tick": {
+        "task": "tools_app.platform.tasks.schedules_tick",
+        "schedule": SCHEDULES_TICK_SECONDS,
+        # A tick nobody took in time is dropped: the next one fires the same due schedules.
+        "options": {"queue": "tools", "expires": max(SCHEDULES_TICK_SECONDS, 5.0)},
+    }
+}
+# Beat keeps nothing of its own: what is due lives in the database (Schedule.next_run_at).
+CELERY_BEAT_SCHEDULER = "celery.beat:Scheduler"
+CELERY_BEAT_MAX_LOOP_INTERVAL = max(1.0, min(SCHEDULES_TICK_SECONDS, 30.0))
 # A running tool call writes a heartbeat; a call whose heartbeat is older than this is
 # marked failed ("worker lost") so the turn can go on.
 TOOL_HEARTBEAT_TIMEOUT = envint("TOOL_HEARTBEAT_TIMEOUT", 30, minimum=3)

@@ -155,6 +155,20 @@ def start_celery_worker(log_name: str = "test-worker.log", **env: str) -> subpro
     return proc
 
 
+def start_beat_process(
+    log_name: str = "test-beat.log", tick: float = 0.5, **env: str
+) -> subprocess.Popen[bytes]:
+    """Distributed mode: a real ``celery beat`` process sending the Schedules tick."""
+    log = open(ROOT / "var" / log_name, "ab")  # noqa: SIM115 - closed by the process's end
+    return subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "controlcenter", "beat", "-l", "INFO"],
+        cwd=ROOT,
+        env=child_env(SCHEDULES_TICK_SECONDS=str(tick), **env),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+
+
 def stop_process(proc: subprocess.Popen[bytes], timeout: float = 15) -> None:
     proc.terminate()
     try:

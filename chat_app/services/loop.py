@@ -205,7 +205,8 @@ def _round_prepare(turn_id: int, *, runner: str, clients: ClientCache | None) ->
         message_id=message.pk,
         provider=provider,
         agent=agent,
-        client=provider_client(provider, model=agent.model, clients=clients),
+        # turn.model: a schedule's or a subagent's own model, for this turn only
+        client=provider_client(provider, model=turn.model or agent.model, clients=clients),
         tools=selectors.enabled_tools(agent.allowed_tools()),
         native=native,
         policy=RetryPolicy(

@@ -36,14 +36,16 @@ def _arguments(tool: type[BaseTool], rest: str) -> tuple[str | dict[str, object]
         return rest, str(exc)
 
 
-def slash_run(*, conversation: Conversation, user_id: int, text: str) -> Turn | None:
+def slash_run(
+    *, conversation: Conversation, user_id: int, text: str, origin: str = ""
+) -> Turn | None:
     word, _, rest = text[1:].partition(" ")
     word = word.strip()
     call = None
     imported_sync()  # MCP / OpenAPI functions imported in another process
     with transaction.atomic():
         user_message = Message.objects.create(
-            conversation=conversation, role=Message.Role.USER, content=text
+            conversation=conversation, role=Message.Role.USER, content=text, origin=origin
         )
         tool = tool_for_slash(word) if word != "help" else None
         if tool is None:

@@ -20,6 +20,7 @@ from chat_app.models import Conversation, Message, Turn
 from chat_app.services import sgr
 from chat_app.services.agents import agent_for_conversation
 from chat_app.services.slash import slash_run
+from chat_app.signals import turn_finished
 from controlcenter.celery import app as celery_app
 from tools_app.models import ToolCall
 from tools_app.services.execution import toolcall_cancel
@@ -57,7 +58,17 @@ def _queue_round(turn_id: int) -> None:
     transaction.on_commit(lambda: round_send(turn_id))
 
 
-def turn_start(*, conversation: Conversation, user_id: int, text: str) -> Turn | None:
+def turn_start(
+    *,
+    conversation: Conversation,
+    user_id: int,
+    text: str,
+    model: str = "",
+    max_rounds: int | None = None,
+    origin: str = "",
+) -> Turn | None:
+    """Store the user's message and queue the turn's first round. ``model``, ``max_rounds``
+    and ``origin`` are for turns the platform starts (a schedule firing, a subagent)."""
     text = text.strip()
     if not text:
         raise TurnError("the message is empty")
@@ -78,7 +89,7 @@ def turn_start(*, conversation: Conversation, user_id: int, text: str) -> Turn |
     if conversation.turns.filter(status=Turn.Status.RUNNING).exists():
         raise TurnError("the agent is still working on the previous message; press Stop first")
     if text.startswith("/"):
-        slashed = slash_run(conversation=conversation, user_id=user_id, text=text)
+        slashed = slash_run(conversation=conversation, user_id=user_id, text=text, origin=origin)
         if slashed is not None:
             turn_advance(slashed.pk)
         return slashed
@@ -88,11 +99,16 @@ def turn_start(*, conversation: Conversation, user_id: int, text: str) -> Turn |
             conversation=conversation,
             user_id=user_id,
             kind=Turn.Kind.CHAT,
-            max_rounds=agent.max_rounds or settings.AGENT_MAX_ROUNDS,
+            max_rounds=max_rounds or agent.max_rounds or settings.AGENT_MAX_ROUNDS,
+            model=model,
             heartbeat_at=timezone.now(),  # queued at
         )
         message = Message.objects.create(
-            conversation=conversation, turn=turn, role=Message.Role.USER, content=text
+            conversation=conversation,
+            turn=turn,
+            role=Message.Role.USER,
+            content=text,
+            origin=origin,
         )
         titled = conversation_touch(conversation, first_text=text)
         _queue_round(turn.pk)
@@ -141,6 +157,11 @@ def turn_finish(turn: Turn, *, status: str, error: str = "", notice: str = "") -
     if message is not None:
         message_publish(message, calls=[])
     turn_publish(turn)
+    # HOOK (platform tools): a finished subagent posts its answer into its parent conversation
+    # (tools_app.platform.subagents); receivers never break the turn-ending path.
+    for receiver, result in turn_finished.send_robust(sender=Turn, turn=turn):
+        if isinstance(result, Exception):
+            logger.error("turn %s: %r failed", turn.pk, receiver, exc_info=result)
     return True
 
 

@@ -68,6 +68,21 @@ function showError(text) {
   errorLine.textContent = text || "";
 }
 
+// A finished schedule_* call (or a schedule firing into this conversation) changes the
+// sidebar's list: ask htmx to reload it.
+function refreshSchedulesAfter(card) {
+  const tool = card.querySelector(".tool-name")?.textContent || "";
+  if (tool.startsWith("schedule_") && card.dataset.status === "succeeded") {
+    document.body.dispatchEvent(new Event("schedules-changed"));
+  }
+}
+
+function refreshSchedulesOnOrigin(event) {
+  if (event.role === "user" && event.html.includes("origin-schedule")) {
+    document.body.dispatchEvent(new Event("schedules-changed"));
+  }
+}
+
 const handlers = {
   snapshot(event) {
     messages.innerHTML = event.html;
@@ -76,6 +91,7 @@ const handlers = {
     messages.scrollTop = messages.scrollHeight;
   },
   message(event) {
+    refreshSchedulesOnOrigin(event);
     keepScrolled(() => {
       messages.querySelector(".empty-state")?.remove();
       const incoming = fragment(event.html);
@@ -102,6 +118,7 @@ const handlers = {
       if (card.querySelector(".report-download")) {
         document.getElementById("reports-list")?.dispatchEvent(new Event("refresh"));
       }
+      refreshSchedulesAfter(card);
     });
   },
   plan(event) {
@@ -117,6 +134,9 @@ const handlers = {
     setRunning(event.running, event.phase === "clarify");
     const panel = planArea.querySelector(".plan-panel");
     if (event.running && panel && panel.dataset.turnId !== String(event.id)) planArea.replaceChildren();
+    // A scheduled turn in this conversation ended: the sidebar shows how.
+    const last = document.querySelector(`#schedule-list .schedule-last[href="/c/${conversationId}/"]`);
+    if (!event.running && last) document.body.dispatchEvent(new Event("schedules-changed"));
   },
   conversation(event) {
     // The first message names the conversation: the sidebar and the tab follow live.

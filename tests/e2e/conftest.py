@@ -7,6 +7,7 @@ Playwright's own Chromium when installed, else ``CHROMIUM_PATH`` (default /usr/b
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -47,15 +48,16 @@ def _healthy(url: str) -> bool:
         return False
 
 
-@pytest.fixture(scope="session")
-def app_server(django_db_setup: Any, worker_process: Any) -> Iterator[str]:
+@contextlib.contextmanager
+def run_app_server(*extra: str, log_name: str = "test-server.log", **env: str) -> Iterator[str]:
+    """``manage.py serve`` on a free port, on the test database; yields its URL."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    args = [sys.executable, "manage.py", "serve", "--port", str(port)]
-    log_path = Path(settings.VAR_DIR) / "test-server.log"
+    args = [sys.executable, "manage.py", "serve", "--port", str(port), *extra]
+    log_path = Path(settings.VAR_DIR) / log_name
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(
-            args, cwd=ROOT, env=child_env(), stdout=log, stderr=subprocess.STDOUT
+            args, cwd=ROOT, env=child_env(**env), stdout=log, stderr=subprocess.STDOUT
         )
         try:
             wait_for(
@@ -71,6 +73,15 @@ def app_server(django_db_setup: Any, worker_process: Any) -> Iterator[str]:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 proc.kill()
+
+
+@pytest.fixture(scope="session")
+def app_server(django_db_setup: Any, worker_process: Any) -> Iterator[str]:
+    # No in-process beat: several of these servers can be alive in one session (each conftest
+    # that imports this fixture gets its own), and a schedule must fire in the server whose
+    # page watches it (tests/e2e/test_schedules.py starts that one itself).
+    with run_app_server("--no-beat") as url:
+        yield url
 
 
 def chromium_executable() -> str | None:

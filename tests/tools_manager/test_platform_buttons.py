@@ -16,7 +16,7 @@ from tests.tools_manager.conftest import HTMX
 from tools_app.models import ToolCall
 from tools_app.registry import GROUPS
 
-PLATFORM_GROUPS = ["memory", "docs", "skills", "messaging"]
+PLATFORM_GROUPS = ["memory", "docs", "skills", "messaging", "schedules", "subagents"]
 
 
 def finished(call_id: int) -> ToolCall:
@@ -34,7 +34,8 @@ def test_each_group_has_a_row_with_its_status(staff_client):
     for group in PLATFORM_GROUPS:
         assert f'id="group-{group}"' in html
     assert "full-text only" in html  # Memory with no embedder configured
-    for fn in ("memory_save", "docs_read", "skill_load", "send_message"):
+    assert "beat in-process" in html or "celery beat" in html  # Schedules: who ticks
+    for fn in ("memory_save", "docs_read", "skill_load", "send_message", "schedule_add"):
         assert f'href="/tools/functions/{fn}/test/"' in html
 
 
@@ -63,6 +64,9 @@ RUNS = [
     ("docs_read", {"path": "docs/ADDING_TOOLS.md#The checklist"}, "heading", "The checklist"),
     ("skill_list", {}, "count", None),
     ("skill_load", {"name": "buttons"}, "instructions", "Press it.\n"),
+    ("schedule_add", {"name": "tested", "cron": "0 9 * * *", "message": "hi"}, "added", True),
+    ("schedule_list", {}, "count", 0),
+    ("subagent_spawn", {"name": "tested", "message": "hi"}, "status", "started"),
 ]
 
 

@@ -111,6 +111,8 @@ PLATFORM_TOOLS = {
     "docs": ["docs_list", "docs_read", "docs_search"],
     "skills": ["skill_list", "skill_load"],
     "messaging": ["send_message"],
+    "schedules": ["schedule_add", "schedule_list", "schedule_remove"],
+    "subagents": ["subagent_spawn"],
 }
 
 
@@ -143,6 +145,12 @@ def test_the_contract_argument_names():
     assert args("docs_read") == ["path"]
     assert args("skill_list") == [] and args("skill_load") == ["name"]
     assert args("send_message") == ["channel", "chat_id", "text"]
+    assert args("schedule_add") == ["name", "cron", "message", "model", "inject_into"]
+    assert args("schedule_list") == [] and args("schedule_remove") == ["name"]
+    assert args("subagent_spawn") == ["name", "message", "model", "inject_into"]
+    for name in ("schedule_add", "subagent_spawn"):
+        assert TOOLS[name].model_fields["model"].default is None
+        assert TOOLS[name].model_fields["inject_into"].default is None
     assert TOOLS["memory_search"].model_fields["top_k"].default == 10
     assert TOOLS["docs_search"].model_fields["top_k"].default == 5
     assert TOOLS["memory_save"].model_fields["source"].default == "manual"

@@ -11,7 +11,8 @@ import importlib
 
 EXECUTORS: list[str] = [
     "shell", "file", "http", "dev", "docker", "time", "browser",
-    "memory", "docs", "skills", "messaging", "agent", "openapi", "mcp", "research",
+    "memory", "docs", "skills", "messaging", "schedules", "subagents", "agent", "openapi",
+    "mcp", "research",
 ]  # fmt: skip
 
 

@@ -67,3 +67,128 @@ class CoreMemoryEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.section}.{self.key}"
+
+
+class Schedule(models.Model):
+    """A cron schedule of one user: when it is due, ``message`` runs as an agent turn of its
+    owner, in ``inject_into`` or in a new conversation. ``next_run_at`` is also the claim: a
+    firing process moves it on with ``UPDATE … WHERE next_run_at = <what it read>``, so a
+    schedule fires once however many beat processes and workers look at it."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="schedules"
+    )
+    name = models.CharField(max_length=100)
+    cron = models.CharField(
+        max_length=120, help_text="Five fields (minute hour day month weekday) or @daily etc."
+    )
+    timezone = models.CharField(max_length=64, default="UTC", help_text="For the cron fields.")
+    message = models.TextField(help_text="What the agent is asked each time the schedule fires.")
+    model = models.CharField(max_length=200, blank=True, help_text="Empty: the agent's model.")
+    inject_into = models.ForeignKey(
+        "chat_app.Conversation",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The conversation the answer goes to; empty: a new conversation each time.",
+    )
+    agent = models.ForeignKey(
+        "chat_app.Agent",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="For new conversations: the agent of the conversation it was made in.",
+    )
+    enabled = models.BooleanField(default=True)
+    next_run_at = models.DateTimeField(null=True, blank=True)
+    last_run_at = models.DateTimeField(null=True, blank=True)
+    last_turn = models.ForeignKey(
+        "chat_app.Turn", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    last_status = models.CharField(max_length=40, blank=True)
+    last_error = models.TextField(blank=True)
+    run_count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["user", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "name"], name="schedule_unique_name")
+        ]
+        indexes = [models.Index(fields=["enabled", "next_run_at"], name="schedule_due")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.cron})"
+
+
+class Subagent(models.Model):
+    """A task handed to a helper: its own turn in a child conversation; when that turn ends,
+    its answer is posted into the parent conversation (or ``inject_into``)."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running", "running"
+        SUCCEEDED = "succeeded", "succeeded"
+        FAILED = "failed", "failed"
+        CANCELLED = "cancelled", "cancelled"
+        LIMITED = "limited", "stopped at the round limit"
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="subagents"
+    )
+    name = models.CharField(max_length=100)
+    message = models.TextField()
+    model = models.CharField(max_length=200, blank=True)
+    depth = models.PositiveSmallIntegerField(default=1)
+    parent_conversation = models.ForeignKey(
+        "chat_app.Conversation",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    parent_turn = models.ForeignKey(
+        "chat_app.Turn", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    parent_call = models.ForeignKey(
+        "tools_app.ToolCall", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    inject_into = models.ForeignKey(
+        "chat_app.Conversation",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    conversation = models.OneToOneField(
+        "chat_app.Conversation", on_delete=models.CASCADE, related_name="subagent"
+    )
+    turn = models.ForeignKey(
+        "chat_app.Turn", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.RUNNING)
+    result = models.TextField(blank=True)
+    delivered_to = models.ForeignKey(
+        "chat_app.Message", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["user", "status"], name="subagent_user_status")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.status})"
+
+
+class BeatTick(models.Model):
+    """When the Schedules tick (sent by Celery beat) last ran: one row, for the Tools Manager
+    to say whether a beat is running at all."""
+
+    at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"last tick {self.at:%Y-%m-%d %H:%M:%S}"

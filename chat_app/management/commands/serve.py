@@ -18,9 +18,18 @@ class Command(BaseCommand):
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
         parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
-        parser.add_argument("--no-worker", action="store_true", help="Do not start the worker.")
+        parser.add_argument(
+            "--no-worker", action="store_true", help="Do not start the worker (nor beat)."
+        )
+        parser.add_argument(
+            "--no-beat",
+            action="store_true",
+            help="Do not start the in-process beat (schedules then fire only where one runs).",
+        )
 
-    def handle(self, *args: Any, host: str, port: int, no_worker: bool, **options: Any) -> None:
+    def handle(
+        self, *args: Any, host: str, port: int, no_worker: bool, no_beat: bool, **options: Any
+    ) -> None:
         from channels.routing import get_default_application
         from daphne.endpoints import build_endpoint_description_strings
         from daphne.server import Server
@@ -33,6 +42,10 @@ class Command(BaseCommand):
             from controlcenter.embedded import start_embedded_worker
 
             start_embedded_worker()
+            if not no_beat:
+                from controlcenter.embedded import start_embedded_beat
+
+                start_embedded_beat()  # schedules: beat sends ticks to the in-process worker
         # Every process looks for lost work; the web process too, so a turn whose runner or
         # worker died ends even when none is left to notice.
         start_maintenance_thread()

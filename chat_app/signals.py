@@ -1,0 +1,6 @@
+from django.dispatch import Signal
+
+# Sent with ``turn`` (a Turn, refreshed) once, after a running turn reached its final status
+# (``turns.turn_finish``, with ``send_robust``). The platform tools listen: a subagent's answer
+# goes back to its parent conversation (``tools_app.platform.subagents``).
+turn_finished = Signal()

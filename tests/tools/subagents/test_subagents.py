@@ -1,0 +1,238 @@
+"""Subagents: subagent_spawn returns "started" at once; the helper's turn runs in a child
+conversation through the real runner and scripted model; its answer is posted into the parent
+conversation when it ends — and a parent turn still running reads it in its next round.
+Depth, concurrency and round limits come from the Subagents settings."""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+import pytest
+from django.template.loader import render_to_string
+
+from chat_app.models import Conversation, Message, Turn
+from chat_app.services.turns import turn_start
+from tests.conftest import wait_turn
+from tests.helpers import wait_for
+from tests.llm_server import Call, Reply
+from tests.tools.calls import ok, run_tool
+from tests.tools.conftest import configure
+from tools_app.models import ToolCall
+from tools_app.platform.models import Subagent
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+TASK = "Find the answer to X."
+
+
+def first_user_text(body: dict[str, Any]) -> str:
+    for message in body["messages"]:
+        if message["role"] == "user":
+            content = message["content"]
+            return content if isinstance(content, str) else json.dumps(content)
+    return ""
+
+
+def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
+    return [json.loads(m["content"]) for m in body["messages"] if m["role"] == "tool"]
+
+
+@pytest.mark.modes
+def test_spawn_returns_at_once_and_the_answer_arrives_later(
+    worker, user, conversation, llm, provider
+):
+    gate = threading.Event()
+    models: list[str] = []
+
+    def model(body: dict[str, Any]) -> Reply:
+        if first_user_text(body) == TASK:  # the subagent: busy until the test lets it answer
+            models.append(body["model"])
+            assert gate.wait(30), "the test never released the subagent"
+            return Reply(text="X is 42.")
+        if not tool_results(body):
+            spawn = {"name": "researcher", "message": TASK, "model": "helper-model"}
+            return Reply(calls=[Call("subagent_spawn", spawn)])
+        return Reply(text="I started a helper; its answer will follow.")
+
+    llm.set_default(model)
+    parent = wait_turn(turn_start(conversation=conversation, user_id=user.pk, text="What is X?").pk)
+    # The parent's turn is over while the subagent is still working.
+    assert parent.status == "succeeded", parent.error
+    call = ToolCall.objects.get(turn=parent, tool="subagent_spawn")
+    assert call.status == "succeeded" and call.result["status"] == "started"
+    subagent = Subagent.objects.get()
+    assert subagent.status == "running" and subagent.depth == 1
+    child = subagent.conversation
+    assert call.result["conversation_id"] == child.pk
+    assert call.result["conversation_url"] == f"/c/{child.pk}/"
+    assert child.owner_id == user.pk and child.title == "Subagent: researcher"
+    assert Turn.objects.get(conversation=child).is_running
+    assert not Message.objects.filter(conversation=conversation, origin="subagent").exists()
+    card = render_to_string("tools/_toolcall_card.html", {"call": call})
+    assert f'href="/c/{child.pk}/"' in card and "Open the subagent's conversation" in card
+
+    gate.set()
+    delivered = wait_for(
+        lambda: Message.objects.filter(conversation=conversation, origin="subagent").first(),
+        timeout=20,
+        message="the subagent's answer in the parent conversation",
+    )
+    assert delivered.role == "user"
+    assert delivered.content.startswith("**Subagent “researcher” finished**")
+    assert f"(/c/{child.pk}/)" in delivered.content and delivered.content.endswith("X is 42.")
+    subagent.refresh_from_db()
+    assert subagent.status == "succeeded" and subagent.result == "X is 42."
+    assert models == ["helper-model"]  # the helper's own model, for its turn only
+    assert {r["model"] for r in llm.requests if r["model"] != "helper-model"} == {"scripted-model"}
+    assert subagent.delivered_to_id == delivered.pk and subagent.parent_turn_id == parent.pk
+    task = Message.objects.get(conversation=child, role="user")
+    assert task.content == TASK and task.origin == "task"
+
+
+@pytest.mark.modes
+def test_a_running_parent_reads_the_answer_in_its_next_round(
+    worker, user, conversation, llm, provider
+):
+    seen: dict[str, Any] = {}
+
+    def model(body: dict[str, Any]) -> Reply:
+        if first_user_text(body) == TASK:
+            return Reply(text="X is 42.")
+        results = tool_results(body)
+        if not results:
+            return Reply(calls=[Call("subagent_spawn", {"name": "researcher", "message": TASK})])
+        if len(results) == 1:
+            # Round 2 of the parent: keep the turn running until the subagent has answered.
+            wait_for(
+                lambda: Subagent.objects.filter(status="succeeded").exists(),
+                timeout=20,
+                message="the subagent to finish",
+            )
+            return Reply(calls=[Call("current_time", {"timezone": "UTC"})])
+        seen["last"] = body["messages"][-1]
+        return Reply(text="The helper says X is 42.")
+
+    llm.set_default(model)
+    parent = wait_turn(
+        turn_start(conversation=conversation, user_id=user.pk, text="What is X?").pk, timeout=30
+    )
+    assert parent.status == "succeeded", parent.error
+    assert parent.round == 2
+    last = seen["last"]
+    assert last["role"] == "user"
+    assert "Subagent “researcher” finished" in last["content"] and "X is 42." in last["content"]
+    final = Message.objects.filter(turn=parent, role="assistant").last()
+    assert final.content == "The helper says X is 42."
+
+
+@pytest.mark.modes
+def test_the_depth_limit_is_enforced(worker, user, conversation):
+    middle = Conversation.objects.create(owner=user, title="depth 1")
+    deepest = Conversation.objects.create(owner=user, title="depth 2")
+    Subagent.objects.create(user=user, name="a", message="m", depth=1, conversation=middle,
+                            status="succeeded")  # fmt: skip
+    Subagent.objects.create(user=user, name="b", message="m", depth=2, conversation=deepest,
+                            status="succeeded")  # fmt: skip
+    call = run_tool("subagent_spawn", user=user, conversation_id=deepest.pk, name="c", message="m")
+    assert call.status == "denied"
+    assert call.error == (
+        "policy: subagents nest at most 2 deep and this conversation is already at depth 2; "
+        "do the task here instead"
+    )
+    configure("subagents", max_depth=1)
+    call = run_tool("subagent_spawn", user=user, conversation_id=middle.pk, name="c", message="m")
+    assert call.status == "denied" and "nest at most 1 deep" in call.error
+    assert Subagent.objects.count() == 2
+
+
+def test_the_concurrency_limit_is_per_user(user, other_user, conversation):
+    configure("subagents", max_concurrent_per_user=1)
+    busy = Conversation.objects.create(owner=user, title="busy")
+    Subagent.objects.create(user=user, name="busy", message="m", conversation=busy)
+    call = run_tool(
+        "subagent_spawn", user=user, conversation_id=conversation.pk, name="two", message="m"
+    )
+    assert call.status == "denied"
+    assert call.error == (
+        "policy: 1 subagent(s) of yours are running; the limit is 1 at once — wait for one to "
+        "finish"
+    )
+    theirs = Conversation.objects.create(owner=other_user, title="theirs")
+    result = ok(
+        run_tool(
+            "subagent_spawn", user=other_user, conversation_id=theirs.pk, name="x", message="m"
+        )
+    )
+    assert result["status"] == "started" and result["depth"] == 1
+
+
+def test_rounds_and_model_come_from_the_settings_and_arguments(user, conversation):
+    configure("subagents", max_rounds=3, allowed_models=["small-model"])
+    result = ok(
+        run_tool(
+            "subagent_spawn",
+            user=user,
+            conversation_id=conversation.pk,
+            name="sized",
+            message="m",
+            model="small-model",
+        )
+    )
+    turn = Turn.objects.get(conversation_id=result["conversation_id"])
+    assert turn.max_rounds == 3 and turn.model == "small-model"
+    call = run_tool(
+        "subagent_spawn",
+        user=user,
+        conversation_id=conversation.pk,
+        name="big",
+        message="m",
+        model="huge-model",
+    )
+    assert call.status == "denied"
+    assert call.error == "policy: model 'huge-model' is not allowed (allowed: small-model)"
+
+
+def test_inject_into_must_be_the_users_own_conversation(user, other_user, conversation):
+    theirs = Conversation.objects.create(owner=other_user, title="theirs")
+    call = run_tool(
+        "subagent_spawn",
+        user=user,
+        conversation_id=conversation.pk,
+        name="x",
+        message="m",
+        inject_into=theirs.pk,
+    )
+    assert call.status == "denied"
+    assert call.error == f"policy: conversation {theirs.pk} is not one of your conversations"
+
+
+@pytest.mark.modes
+def test_a_failed_subagent_reports_that_it_failed(worker, user, conversation):
+    # No provider: the helper's turn fails at once; the parent still hears about it.
+    result = ok(
+        run_tool(
+            "subagent_spawn",
+            user=user,
+            conversation_id=conversation.pk,
+            name="doomed",
+            message="Try it.",
+            inject_into=None,
+        )
+    )
+    delivered = wait_for(
+        lambda: Message.objects.filter(conversation=conversation, origin="subagent").first(),
+        timeout=20,
+        message="the failure report",
+    )
+    assert delivered.content.startswith("**Subagent “doomed” ended (failed)**")
+    assert "It ended as failed: no LLM provider." in delivered.content
+    assert Subagent.objects.get(conversation_id=result["conversation_id"]).status == "failed"
+
+
+def test_an_unknown_tool_is_an_error_result(user):
+    call = run_tool("subagent_kill", user=user, name="x")
+    assert call.status == "failed"
+    assert call.error.startswith("unknown tool 'subagent_kill'; available tools: ")
+    assert "subagent_spawn" in call.error and "schedule_add" in call.error
