@@ -208,7 +208,9 @@ def _turn_publish_by_id(turn_id: int) -> None:
 
 
 def clarification_waiting(conversation: Conversation) -> Turn | None:
-    return conversation.turns.filter(status=Turn.Status.RUNNING, phase=Turn.Phase.CLARIFY).first()
+    # At most one turn of a conversation runs: no ORDER BY needed (it costs on every message).
+    waiting = conversation.turns.filter(status=Turn.Status.RUNNING, phase=Turn.Phase.CLARIFY)
+    return next(iter(waiting.order_by()[:1]), None)
 
 
 def clarification_answer(*, turn: Turn, text: str) -> bool:
@@ -269,13 +271,16 @@ def turn_final(turn: Turn) -> bool:
     and show its answer as the assistant's message. True when it did (or someone else did)."""
     from chat_app.services.turns import turn_finish
 
-    call = (
+    # Runs whenever a turn's calls finish: the common answer ("no final_answer") is a
+    # one-column, unordered query (an ORDER BY on ToolCall costs Django more than the query).
+    finals = list(
         ToolCall.objects.filter(turn=turn, tool=FINAL_ANSWER, status=ToolCall.Status.SUCCEEDED)
-        .order_by("-id")
-        .first()
+        .order_by()
+        .values_list("pk", flat=True)
     )
-    if call is None:
+    if not finals:
         return False
+    call = ToolCall.objects.get(pk=max(finals))
     if not Turn.objects.filter(
         pk=turn.pk, status=Turn.Status.RUNNING, phase=Turn.Phase.TOOLS
     ).update(phase=Turn.Phase.DONE):
