@@ -46,9 +46,11 @@ def start_embedded_worker(*, concurrency: int | None = None) -> None:
     with _lock:
         if _runner is None or not _runner.alive:
             from chat_app.runner import AgentRunner
+            from chat_app.services.turns import round_handoff_set
 
             _runner = AgentRunner(name=f"embedded@{_hostname()}")
             _runner.start()
+            round_handoff_set(_runner.try_submit)
         if embedded_worker_alive():
             return
         from controlcenter.celery import app
@@ -121,6 +123,9 @@ def stop_embedded_worker() -> None:
     global _worker_thread, _worker, _runner
     with _lock:
         if _runner is not None:
+            from chat_app.services.turns import round_handoff_set
+
+            round_handoff_set(None)
             _runner.stop(grace=0)
             _runner = None
         if _worker is not None:

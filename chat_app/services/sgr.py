@@ -24,6 +24,7 @@ agent a forced reasoning round and the action after it count once.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -266,11 +267,11 @@ def clarification_stop(turn: Turn) -> None:
 # --- final_answer: the end of the turn ---------------------------------------------------
 
 
-def turn_final(turn: Turn) -> bool:
+def turn_final(turn: Turn, *, finish: Callable[..., object]) -> bool:
     """If the turn's tools included a successful final_answer, end the turn with its status
-    and show its answer as the assistant's message. True when it did (or someone else did)."""
-    from chat_app.services.turns import turn_finish
-
+    (through ``finish``: the turn services' ``turn_finish``, passed in so this module does not
+    import them back) and show its answer as the assistant's message. True when it did (or
+    someone else did)."""
     # Runs whenever a turn's calls finish: the common answer ("no final_answer") is a
     # one-column, unordered query (an ORDER BY on ToolCall costs Django more than the query).
     finals = list(
@@ -300,9 +301,9 @@ def turn_final(turn: Turn) -> bool:
         turn.refresh_from_db(fields=["plan"])
         plan_publish(turn)
     if status == "failed":
-        turn_finish(turn, status=Turn.Status.FAILED, error="the agent reported the task failed")
+        finish(turn, status=Turn.Status.FAILED, error="the agent reported the task failed")
     else:
-        turn_finish(turn, status=Turn.Status.SUCCEEDED)
+        finish(turn, status=Turn.Status.SUCCEEDED)
     return True
 
 

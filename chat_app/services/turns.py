@@ -9,6 +9,7 @@ Every transition is a conditional UPDATE, so concurrent finishers cannot run a r
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -35,17 +36,26 @@ class TurnError(Exception):
 AGENT_ROUND_TASK = "chat_app.tasks.agent_round"
 
 
+# An agent runner living in this process (embedded mode) registers itself here: it takes a
+# round directly while it has a free slot (the in-memory queue would only serialize the turn
+# id and hand it back to the same process). Registered rather than imported, so the turn
+# services do not depend on the runner that depends on them.
+_local_runner: Callable[[int], bool] | None = None
+
+
+def round_handoff_set(take: Callable[[int], bool] | None) -> None:
+    """``take(turn_id)`` returns True when the in-process runner took the round."""
+    global _local_runner
+    _local_runner = take
+
+
 def round_send(turn_id: int) -> None:
     """Put a round on the ``agent`` queue (Celery's message, sent by name: the agent runner
-    consumes it, and so would a plain Celery worker told to). In embedded mode the runner
-    lives in this process and takes the round directly while it has a free slot: the
-    in-memory queue would only serialize the turn id and hand it back to the same process."""
-    if settings.MODE == "embedded":
-        from controlcenter.embedded import embedded_runner
-
-        runner = embedded_runner()
-        if runner is not None and runner.try_submit(turn_id):
-            return
+    consumes it, and so would a plain Celery worker told to), unless a runner in this process
+    takes it first (``round_handoff_set``)."""
+    take = _local_runner
+    if take is not None and take(turn_id):
+        return
     try:
         celery_app.send_task(AGENT_ROUND_TASK, (turn_id,), queue="agent")
     except Exception as exc:  # the reaper queues it again once the broker is back
@@ -201,7 +211,7 @@ def turn_advance(turn_id: int) -> None:
     elif turn.kind == Turn.Kind.SLASH:
         ok = all(status == ToolCall.Status.SUCCEEDED for status in calls)
         turn_finish(turn, status=Turn.Status.SUCCEEDED if ok else Turn.Status.FAILED)
-    elif sgr.turn_final(turn):  # sgr hook: final_answer ended the turn
+    elif sgr.turn_final(turn, finish=turn_finish):  # sgr hook: final_answer ended the turn
         return
     elif Turn.objects.filter(pk=turn.pk, status=Turn.Status.RUNNING, phase=Turn.Phase.TOOLS).update(
         phase=Turn.Phase.MODEL, heartbeat_at=timezone.now(), requeued=0
