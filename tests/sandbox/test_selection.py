@@ -119,3 +119,37 @@ def test_it_names_containers_deterministically() -> None:
     assert odd == container_name("a/b c", False)
     assert odd != container_name("a-b-c", False)
     assert len(container_name("x" * 300, False)) < 64
+
+
+def test_bubblewrap_tries_again_when_the_kernel_refuses_namespaces_for_a_moment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tools_app.sandbox import bwrap_backend
+
+    busy = SandboxError(
+        "bubblewrap could not set up the sandbox: bwrap: Creating new namespace failed: "
+        "Resource temporarily unavailable"
+    )
+    attempts: list[int] = []
+
+    def flaky(self: object, *args: object, **kwargs: object) -> str:
+        attempts.append(1)
+        if len(attempts) < 3:
+            raise busy
+        return "ran"
+
+    monkeypatch.setattr(bwrap_backend.BubblewrapSandbox, "_exec_once", flaky)
+    backend = object.__new__(bwrap_backend.BubblewrapSandbox)
+    assert backend.exec("w", None, None) == "ran"  # type: ignore[arg-type]
+    assert len(attempts) == 3
+
+    attempts.clear()
+    refused = SandboxError("bubblewrap could not set up the sandbox: Permission denied")
+    monkeypatch.setattr(
+        bwrap_backend.BubblewrapSandbox,
+        "_exec_once",
+        lambda *a, **k: attempts.append(1) or (_ for _ in ()).throw(refused),
+    )
+    with pytest.raises(SandboxError, match="Permission denied"):
+        backend.exec("w", None, None)  # type: ignore[arg-type]
+    assert len(attempts) == 1  # only the transient refusal is tried again

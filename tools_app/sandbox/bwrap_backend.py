@@ -19,6 +19,8 @@ import threading
 import time
 from pathlib import Path
 
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
+
 from tools_app.sandbox._process import run_process
 from tools_app.sandbox.base import (
     WORKSPACE,
@@ -152,6 +154,29 @@ class BubblewrapSandbox(Sandbox):
         on_output: OutputCallback | None = None,
         cancel: threading.Event | None = None,
     ) -> ExecResult:
+        # The kernel can refuse new namespaces for a moment (EAGAIN: "Resource temporarily
+        # unavailable") while many are being torn down. Nothing ran yet, so try again briefly.
+        for attempt in Retrying(
+            retry=retry_if_exception(_namespaces_busy),
+            stop=stop_after_attempt(3),
+            wait=wait_exponential(multiplier=0.2, max=1.0),
+            reraise=True,
+        ):
+            with attempt:
+                return self._exec_once(
+                    workspace_id, workspace_dir, req, on_output=on_output, cancel=cancel
+                )
+        raise AssertionError("unreachable")  # pragma: no cover - reraise=True
+
+    def _exec_once(
+        self,
+        workspace_id: str,
+        workspace_dir: Path,
+        req: ExecRequest,
+        *,
+        on_output: OutputCallback | None,
+        cancel: threading.Event | None,
+    ) -> ExecResult:
         if req.network:
             # --share-net is the host's own network namespace, loopback included, where Redis,
             # PostgreSQL and the app listen. Refuse rather than hand that out.
@@ -232,3 +257,7 @@ class BubblewrapSandbox(Sandbox):
 
 def _has_unread_data(fd: int) -> bool:
     return int.from_bytes(fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"), "little") > 0
+
+
+def _namespaces_busy(exc: BaseException) -> bool:
+    return isinstance(exc, SandboxError) and "Resource temporarily unavailable" in str(exc)
