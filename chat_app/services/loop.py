@@ -105,6 +105,9 @@ class RoundPlan:
     history: list[ChatMessage] | None = None
     specs: list[ToolSpec] | None = None
     sgr: RoundState | None = None  # what this round offers, and why not the rest
+    # The streaming message as this round last wrote it: every write to it while it streams is
+    # this round's own (the reaper and a crash close it), so it is kept here, not read back.
+    message: Message | None = None
 
 
 # A tool's schema depends only on its class: generating it (pydantic's JSON Schema plus the
@@ -206,12 +209,18 @@ def _round_prepare(turn_id: int, *, runner: str, clients: ClientCache | None) ->
         provider=provider,
         agent=agent,
         # turn.model: a schedule's or a subagent's own model, for this turn only
-        client=provider_client(provider, model=turn.model or agent.model, clients=clients),
+        client=provider_client(
+            provider,
+            model=turn.model or agent.model,
+            clients=clients,
+            shard=turn.conversation_id,
+        ),
         tools=selectors.enabled_tools(agent.allowed_tools()),
         native=native,
         policy=RetryPolicy(
             max_retries=provider.max_retries, backoff_seconds=provider.retry_backoff_seconds
         ),
+        message=message,
     )
     # sgr hook: the profile's kind and limits narrow what this round offers.
     plan.sgr = sgr.round_state(agent, turn, plan.tools)
@@ -246,6 +255,8 @@ def round_use_fallback(plan: RoundPlan) -> None:
     logger.info("provider %s rejects native tools; switching to text fallback", plan.provider)
     provider_remember_no_tools(plan.provider)
     Message.objects.filter(pk=plan.message_id).update(fallback=True)
+    if plan.message is not None:
+        plan.message.fallback = True
     plan.native = False
     _build_request(plan, Turn.objects.select_related("conversation").get(pk=plan.turn_id))
 
@@ -255,7 +266,8 @@ def round_announce_retry(plan: RoundPlan, notice: RetryNotice) -> None:
     Message.objects.filter(pk=plan.message_id).update(
         content="", note=notice.text()[:500], version=F("version") + 1
     )
-    message_publish(Message.objects.get(pk=plan.message_id), calls=[])
+    plan.message = Message.objects.get(pk=plan.message_id)
+    message_publish(plan.message, calls=[])
 
 
 # --- 2. stream (the event loop) ------------------------------------------------------------
@@ -375,10 +387,6 @@ def _round_complete(plan: RoundPlan, text: str, outcome: ModelReply | BaseExcept
     if not requests:
         turn_finish(turn, status=Turn.Status.SUCCEEDED)
         return
-    if Turn.objects.filter(pk=turn.pk, cancel_requested=True).exists():
-        # Stop arrived between the last token and now: run nothing it asked for.
-        turn_finish(turn, status=Turn.Status.CANCELLED)
-        return
     _bind_and_dispatch(plan, requests)
 
 
@@ -420,14 +428,16 @@ def _bind_and_dispatch(plan: RoundPlan, requests: list[CallRequest]) -> None:
         per_turn=plan.agent.max_calls_per_turn,
         per_conversation=plan.agent.max_calls_per_conversation,
     )
+    calls: list[Any] = []
+    dispatched = False
     with transaction.atomic():
         moved = Turn.objects.filter(
-            pk=plan.turn_id, status=Turn.Status.RUNNING, phase=Turn.Phase.STREAMING
+            pk=plan.turn_id,
+            status=Turn.Status.RUNNING,
+            phase=Turn.Phase.STREAMING,
+            cancel_requested=False,
         ).update(phase=Turn.Phase.TOOLS, round=F("round") + 1)
-        if not moved:  # ended meanwhile (Stop, the reaper): run nothing it asked for
-            return
-        calls = []
-        for request in requests:
+        for request in requests if moved else ():
             call = toolcall_bind(
                 request=request,
                 ctx=ctx,
@@ -441,14 +451,30 @@ def _bind_and_dispatch(plan: RoundPlan, requests: list[CallRequest]) -> None:
                 plan.sgr.bound(call)
             if call.status == call.Status.QUEUED and not sgr.call_hold(call):
                 toolcall_dispatch(call)
+                dispatched = True
             calls.append(call)
+    if not moved:
+        # Stop arrived between the last token and now, or the turn ended meanwhile (the
+        # reaper): run nothing it asked for; a stopped turn ends here as cancelled.
+        turn = Turn.objects.get(pk=plan.turn_id)
+        if turn.is_running and turn.cancel_requested:
+            turn_finish(turn, status=Turn.Status.CANCELLED)
+        return
     for call in calls:
         toolcall_publish(call, wait=False)  # in order with what follows; the call goes on
-    turn_advance(plan.turn_id)  # every call may already be finished (all refused)
+    if not dispatched:  # all refused or held: nothing will finish to move the turn on
+        turn_advance(plan.turn_id)
 
 
 def _close_message(plan: RoundPlan, text: str, *, state: str) -> None:
-    if Message.objects.filter(pk=plan.message_id, state=Message.State.STREAMING).update(
+    if not Message.objects.filter(pk=plan.message_id, state=Message.State.STREAMING).update(
         content=text, state=state, note="", version=F("version") + 1
     ):
-        message_publish(Message.objects.get(pk=plan.message_id), calls=[])  # none bound yet
+        return  # closed meanwhile (the reaper): what it wrote stands
+    message = plan.message
+    if message is None:
+        message = Message.objects.get(pk=plan.message_id)
+    else:  # as the UPDATE left it: it was still streaming, so no one else wrote it since
+        message.content, message.state, message.note = text, state, ""
+        message.version += 1
+    message_publish(message, calls=[])  # none bound yet

@@ -267,13 +267,20 @@ def clarification_stop(turn: Turn) -> None:
 # --- final_answer: the end of the turn ---------------------------------------------------
 
 
-def turn_final(turn: Turn, *, finish: Callable[..., object]) -> bool:
+def turn_final(
+    turn: Turn,
+    *,
+    finish: Callable[..., object],
+    calls: list[tuple[str, str]] | None = None,
+) -> bool:
     """If the turn's tools included a successful final_answer, end the turn with its status
     (through ``finish``: the turn services' ``turn_finish``, passed in so this module does not
     import them back) and show its answer as the assistant's message. True when it did (or
-    someone else did)."""
-    # Runs whenever a turn's calls finish: the common answer ("no final_answer") is a
-    # one-column, unordered query (an ORDER BY on ToolCall costs Django more than the query).
+    someone else did). ``calls``: the turn's calls as (status, tool) when the caller has them,
+    which answers the common case ("no final_answer") without a query."""
+    if calls is not None and (ToolCall.Status.SUCCEEDED, FINAL_ANSWER) not in calls:
+        return False
+    # Unordered, one column: an ORDER BY on ToolCall costs Django more than the query.
     finals = list(
         ToolCall.objects.filter(turn=turn, tool=FINAL_ANSWER, status=ToolCall.Status.SUCCEEDED)
         .order_by()

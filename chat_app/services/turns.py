@@ -92,11 +92,15 @@ def turn_start(
         raise TurnError(
             "the message contains characters that cannot be stored (NUL or a lone surrogate)"
         )
-    waiting = sgr.clarification_waiting(conversation)  # sgr hook: the answer resumes that turn
-    if waiting is not None and sgr.clarification_answer(turn=waiting, text=text):
-        conversation_touch(conversation)
-        return waiting
-    if conversation.turns.filter(status=Turn.Status.RUNNING).exists():
+    # At most one turn of a conversation runs; one unordered query finds it.
+    running = next(iter(conversation.turns.filter(status=Turn.Status.RUNNING).order_by()[:1]), None)
+    # sgr hook: a turn waiting for a clarification is resumed by the answer.
+    if running is not None and running.phase == Turn.Phase.CLARIFY:
+        if sgr.clarification_answer(turn=running, text=text):
+            conversation_touch(conversation)
+            return running
+        running = conversation.turns.filter(status=Turn.Status.RUNNING).first()
+    if running is not None:
         raise TurnError("the agent is still working on the previous message; press Stop first")
     if text.startswith("/"):
         slashed = slash_run(conversation=conversation, user_id=user_id, text=text, origin=origin)
@@ -203,15 +207,17 @@ def turn_advance(turn_id: int) -> None:
         return
     if not turn.is_running or turn.phase != Turn.Phase.TOOLS:
         return
-    calls = list(turn.tool_calls.order_by().values_list("status", flat=True))
-    if any(status not in ToolCall.TERMINAL for status in calls):
+    # One query answers both "is any call unfinished?" and the sgr hook's "did final_answer
+    # succeed?" (the hook reads the call only when it did).
+    calls = list(turn.tool_calls.order_by().values_list("status", "tool"))
+    if any(status not in ToolCall.TERMINAL for status, _ in calls):
         return
     if turn.cancel_requested:
         turn_finish(turn, status=Turn.Status.CANCELLED)
     elif turn.kind == Turn.Kind.SLASH:
-        ok = all(status == ToolCall.Status.SUCCEEDED for status in calls)
+        ok = all(status == ToolCall.Status.SUCCEEDED for status, _ in calls)
         turn_finish(turn, status=Turn.Status.SUCCEEDED if ok else Turn.Status.FAILED)
-    elif sgr.turn_final(turn, finish=turn_finish):  # sgr hook: final_answer ended the turn
+    elif sgr.turn_final(turn, finish=turn_finish, calls=calls):  # sgr hook: final_answer
         return
     elif Turn.objects.filter(pk=turn.pk, status=Turn.Status.RUNNING, phase=Turn.Phase.TOOLS).update(
         phase=Turn.Phase.MODEL, heartbeat_at=timezone.now(), requeued=0
@@ -220,7 +226,9 @@ def turn_advance(turn_id: int) -> None:
 
 
 def _owned_conversation(user: Any, conversation_id: int) -> Conversation:
-    conversation = Conversation.objects.filter(pk=conversation_id, owner=user).first()
+    # Unordered: every message sent runs this, and an ORDER BY costs Django more than the query.
+    rows = Conversation.objects.filter(pk=conversation_id, owner=user).order_by()[:1]
+    conversation = next(iter(rows), None)
     if conversation is None:
         raise TurnError("conversation not found")
     return conversation
