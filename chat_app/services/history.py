@@ -11,14 +11,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.db.models import Prefetch
-
 from chat_app.fallback import format_tool_results
 from chat_app.models import Conversation, Message
 from chat_app.providers import ChatMessage, ImagePart, ToolCallRequest
 from tools_app import selectors
 from tools_app.models import ToolCall
 
+_MESSAGE_FIELDS = ("id", "role", "content", "state", "fallback", "created_at")
+_CALL_FIELDS = ("id", "message_id", "index", "tool", "raw_arguments", "call_id", "result")
 UNFINISHED = {"success": False, "error": "this call did not finish (the turn was stopped)"}
 
 
@@ -39,18 +39,26 @@ def build_history(
 ) -> list[ChatMessage]:
     """``images``: attach the images of the latest tool round (screenshots) for a model with
     image input; older ones stay paths in their results, to keep requests small."""
+    # Every model round runs this: only the columns the history needs, and the calls in one
+    # unordered query grouped here (Django's prefetch machinery and an ORDER BY over
+    # ToolCall's many columns cost more Python than the queries take).
     messages = list(
         Message.objects.filter(conversation=conversation)
         .exclude(role=Message.Role.NOTICE)
-        # Unordered (sorted below): an ORDER BY over ToolCall's many columns costs more
-        # Python in Django's compiler than the query takes.
-        .prefetch_related(Prefetch("tool_calls", queryset=ToolCall.objects.order_by()))
+        .only(*_MESSAGE_FIELDS)
         .order_by("created_at", "id")
     )
+    by_message: dict[int, list[ToolCall]] = {}
+    for call in (
+        ToolCall.objects.filter(conversation=conversation, message_id__isnull=False)
+        .only(*_CALL_FIELDS)
+        .order_by()
+    ):
+        by_message.setdefault(call.message_id, []).append(call)  # type: ignore[arg-type]
     out: list[ChatMessage] = []
     latest_calls = next(
         (
-            [c.pk for c in m.tool_calls.all()]
+            [c.pk for c in by_message.get(m.pk, ())]
             for m in reversed(messages)
             if m.role == Message.Role.ASSISTANT and m.pk != exclude_message_id
         ),
@@ -65,7 +73,7 @@ def build_history(
     for message in messages:
         if message.pk == exclude_message_id:
             continue
-        calls = sorted(message.tool_calls.all(), key=lambda c: (c.index, c.pk))
+        calls = sorted(by_message.get(message.pk, ()), key=lambda c: (c.index, c.pk))
         if message.role == Message.Role.USER:
             out.append(ChatMessage(role="user", content=message.content))
             if calls:  # a slash command: tell the model what the user ran and what came back
