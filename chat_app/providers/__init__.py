@@ -53,12 +53,14 @@ def make_provider(
     model: str,
     timeout: float = 120.0,
     clients: ClientCache | None = None,
+    shard: int = 0,
 ) -> LLMProvider:
     """Build the adapter for ``kind`` ("openai" for any OpenAI-compatible server, "anthropic").
-    ``clients``: take a long-lived SDK client from this cache (the caller's event loop)."""
+    ``clients``: take a long-lived SDK client from this cache (the caller's event loop), the
+    one ``shard`` (a conversation id) maps to."""
     cls = provider_class(kind)
     sdk_client = (
-        clients.get(cls, base_url=base_url, api_key=api_key, timeout=timeout)
+        clients.get(cls, base_url=base_url, api_key=api_key, timeout=timeout, shard=shard)
         if clients is not None
         else None
     )

@@ -5,6 +5,11 @@ client per reply would build an HTTP client (and an SSL context) every time and 
 connection; keeping one per provider configuration makes a reply cost a request on a warm
 connection pool. A client belongs to the loop it is first used on, so a cache belongs to one
 loop too and is closed with it.
+
+Each configuration gets a few clients (``SHARDS``), handed out in turn. An HTTP client's
+connection pool looks over all its connections whenever a request starts or ends (is it
+idle? has its keep-alive expired?), so one pool with hundreds of streams costs each request
+a scan of hundreds of connections; several small pools keep that scan short.
 """
 
 from __future__ import annotations
@@ -18,17 +23,31 @@ from chat_app.providers.base import LLMProvider
 logger = logging.getLogger(__name__)
 
 
+SHARDS = 8
+
+
 class ClientCache:
-    def __init__(self) -> None:
-        self._clients: dict[tuple[str, str, str, float], Any] = {}
+    def __init__(self, shards: int = SHARDS) -> None:
+        self.shards = max(1, shards)
+        self._clients: dict[tuple[str, str, str, float, int], Any] = {}
         self._lock = threading.Lock()  # rounds are prepared on several database threads
 
-    def get(self, cls: type[LLMProvider], *, base_url: str, api_key: str, timeout: float) -> Any:
-        key = (cls.kind, base_url, api_key, timeout)
+    def get(
+        self,
+        cls: type[LLMProvider],
+        *,
+        base_url: str,
+        api_key: str,
+        timeout: float,
+        shard: int = 0,
+    ) -> Any:
+        """``shard``: any stable number of the caller's (a conversation id), so that one
+        conversation's rounds reuse one client's warm connection."""
+        key = (cls.kind, base_url, api_key, timeout, shard % self.shards)
         with self._lock:
             client = self._clients.get(key)
             if client is None:
-                # An admin who edits the key or URL gets a new entry; the old one is closed
+                # An admin who edits the key or URL gets new entries; the old ones are closed
                 # with the cache (a handful at most over a runner's life).
                 client = cls.new_sdk_client(base_url=base_url, api_key=api_key, timeout=timeout)
                 self._clients[key] = client

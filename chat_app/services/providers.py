@@ -9,6 +9,7 @@ from django.conf import settings
 
 from chat_app.models import Conversation, Provider
 from chat_app.providers import ClientCache, LLMProvider, make_provider
+from tools_app.selectors import config_memo
 
 logger = logging.getLogger(__name__)
 
@@ -47,13 +48,18 @@ def provider_default() -> Provider | None:
 
 
 def provider_for_conversation(conversation: Conversation) -> Provider | None:
-    if conversation.provider_id is not None:
-        return conversation.provider
-    return provider_default()
+    """Within a model round (``config_pinned``) read once per configuration token."""
+    provider_id = conversation.provider_id
+    if provider_id is not None:
+        return config_memo(
+            ("provider", provider_id),
+            lambda: next(iter(Provider.objects.filter(pk=provider_id).order_by()), None),
+        )
+    return config_memo(("provider", None), provider_default)
 
 
 def provider_client(
-    provider: Provider, *, model: str = "", clients: ClientCache | None = None
+    provider: Provider, *, model: str = "", clients: ClientCache | None = None, shard: int = 0
 ) -> LLMProvider:
     return make_provider(
         provider.kind,
@@ -62,6 +68,7 @@ def provider_client(
         model=model or provider.model,
         timeout=float(provider.timeout_seconds),
         clients=clients,
+        shard=shard,
     )
 
 
