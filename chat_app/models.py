@@ -4,6 +4,7 @@ from django.conf import settings
 from django.db import models
 
 from controlcenter.secrets import EncryptedTextField
+from tools_app.models import ConfigQuerySet
 
 
 class Provider(models.Model):
@@ -54,6 +55,10 @@ class Provider(models.Model):
     is_default = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+    # Model rounds cache this row under the configuration token (tools_app.selectors.config_memo):
+    # bulk updates mark the configuration changed, as saves and deletes do (chat_app.apps).
+    objects = ConfigQuerySet.as_manager()
 
     class Meta:
         ordering = ["-is_default", "name"]
@@ -240,6 +245,10 @@ class Agent(models.Model):
     is_default = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+    # Model rounds cache this row under the configuration token (tools_app.selectors.config_memo):
+    # bulk updates mark the configuration changed, as saves and deletes do (chat_app.apps).
+    objects = ConfigQuerySet.as_manager()
 
     class Meta:
         ordering = ["-is_default", "name"]

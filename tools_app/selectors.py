@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from django.db import connection
 from django.db.models import TextField
@@ -27,6 +27,8 @@ from tools_app.models import ToolConfigVersion, ToolFunctionConfig, ToolGroupCon
 from tools_app.registry import GROUPS, TOOLS, BaseTool, GroupSettings
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,33 @@ def config_pinned() -> Iterator[ConfigSnapshot]:
         yield snapshot
     finally:
         _pinned.snapshot = None
+
+
+_memo: dict[Any, Any] = {}
+_memo_token: str | None = None
+
+
+def config_memo(key: Any, build: Callable[[], T]) -> T:
+    """``build()``, kept under the pinned snapshot's token: for rows read on every model
+    round that change only with the configuration (an agent profile, a provider), whose
+    writes move the token on too (``ConfigQuerySet`` and the apps' signals). Outside
+    ``config_pinned`` (no token read for this unit of work) it is simply ``build()``. The
+    value is shared between threads: callers must not change it."""
+    global _memo_token
+    snapshot: ConfigSnapshot | None = getattr(_pinned, "snapshot", None)
+    if snapshot is None or snapshot.token is None:
+        return build()
+    with _lock:
+        if _memo_token != snapshot.token:
+            _memo.clear()
+            _memo_token = snapshot.token
+        if key in _memo:
+            return cast(T, _memo[key])
+    value = build()  # read after the token: never older than it (see config_snapshot)
+    with _lock:
+        if _memo_token == snapshot.token:
+            _memo[key] = value
+    return value
 
 
 def _current_token() -> str | None:

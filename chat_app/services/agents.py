@@ -8,6 +8,7 @@ import yaml
 from django.db import transaction
 
 from chat_app.models import Agent, Conversation, Provider
+from tools_app.selectors import config_memo
 
 DEFAULT_AGENT = "General"
 _FIELDS = (
@@ -45,9 +46,17 @@ def agent_default() -> Agent:
 
 
 def agent_for_conversation(conversation: Conversation) -> Agent:
-    if conversation.agent_id is not None and conversation.agent is not None:
-        return conversation.agent
-    return agent_default()
+    """The conversation's agent profile; within a model round (``config_pinned``) read once
+    per configuration token, not once per round."""
+    agent_id = conversation.agent_id
+    if agent_id is not None:
+        agent = config_memo(
+            ("agent", agent_id),
+            lambda: next(iter(Agent.objects.filter(pk=agent_id).order_by()), None),
+        )
+        if agent is not None:
+            return agent
+    return config_memo(("agent", None), agent_default)
 
 
 def agents_export() -> str:
