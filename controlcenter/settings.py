@@ -324,5 +324,9 @@ LOGGING = {
         "django.channels.server": {"level": "WARNING"},
         "celery": {"level": "WARNING"},
         "kombu": {"level": "WARNING"},
+        # One INFO line per model request and per webhook: under load that is a log write
+        # per round for nothing an operator reads (errors still arrive as WARNING or above).
+        "httpx": {"level": "WARNING"},
+        "httpx2": {"level": "WARNING"},
     },
 }
