@@ -285,7 +285,7 @@ def measure(mode: str, sizes: list[int]) -> dict[str, Any]:
             time.sleep(1)
         out["idle_rss_mb"] = {k: round(v, 1) for k, v in idle.peak.items()}
         # Warm-up: first requests pay for imports, template compilation and connections.
-        asyncio.run(crowd(port, make_people(2, llm_port)))
+        asyncio.run(crowd(port, make_people(10, llm_port)))
         alone_runs = []
         for _ in range(ALONE_REPEATS):
             alone_runs.extend(asyncio.run(crowd(port, make_people(1, llm_port))))

@@ -124,7 +124,8 @@ async def test_a_chat_turn_streams_events_in_order_and_persists(
 async def test_a_reconnect_gets_the_partial_text_and_keeps_streaming(
     worker, conversation, user, llm, provider
 ):
-    llm.script(Reply(text="abcdefghij" * 30, chunk_delay=0.01, chunk_size=3))
+    # ~2.7 s of stream: still running after the reconnect even when a loaded machine is slow
+    llm.script(Reply(text="abcdefghij" * 80, chunk_delay=0.01, chunk_size=3))
     first = communicator(conversation.pk, user)
     await first.connect()
     await first.receive_json_from()
