@@ -177,7 +177,7 @@ register_db_fork_safety()
 if MODE == "distributed":
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "BACKEND": "controlcenter.redis_layer.FewerTripsRedisChannelLayer",
             "CONFIG": {
                 "hosts": [
                     {
