@@ -177,7 +177,7 @@ register_db_fork_safety()
 if MODE == "distributed":
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "BACKEND": "controlcenter.redis_layer.FewerTripsRedisChannelLayer",
             "CONFIG": {
                 "hosts": [
                     {
@@ -202,6 +202,8 @@ if MODE == "distributed":
         }
     }
     CELERY_BROKER_URL = REDIS_URL
+    # kombu's Redis transport, keeping one Redis client per channel (see redis_transport).
+    CELERY_BROKER_TRANSPORT = "controlcenter.redis_transport:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {"visibility_timeout": 3600}
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "controlcenter.layers.ThreadSafeInMemoryChannelLayer"}}

@@ -89,8 +89,54 @@ def _claim(tool_call_id: int) -> ToolCall | None:
         tool_call_id,
         AuditRecord.Kind.CALL.value,
     ]
-    rows = list(ToolCall.objects.raw(sql, params))
-    return rows[0] if rows else None
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+        if row is None:
+            return None
+        names = tuple(d[0] for d in cursor.description)
+    return _call_from_row(names, row)
+
+
+# (vendor, returned column names) → how to build the ToolCall from such a row.
+_ROW_PLANS: dict[tuple[str, tuple[str, ...]], tuple[list[Any], dict[str, int]]] = {}
+
+
+def _call_from_row(names: tuple[str, ...], row: Any) -> ToolCall:
+    """The ToolCall of a ``RETURNING *, …`` row, as ``ToolCall.objects.raw`` builds it (each
+    field through the backend's and its own converters; other columns become attributes),
+    without working out the column mapping and converters again for every call: that took
+    longer than the statement."""
+    key = (connection.vendor, names)
+    plan = _ROW_PLANS.get(key)
+    if plan is None:
+        meta = ToolCall._meta
+        position = {name: i for i, name in enumerate(names)}
+        fields = []
+        for field in meta.concrete_fields:
+            expression = field.get_col(meta.db_table)
+            converters = [
+                *connection.ops.get_db_converters(expression),
+                *expression.get_db_converters(connection),
+            ]
+            fields.append((position[str(field.column)], converters, expression))
+        columns = {str(f.column) for f in meta.concrete_fields}
+        extra = {name: i for i, name in enumerate(names) if name not in columns}
+        plan = (fields, extra)
+        _ROW_PLANS[key] = plan
+    fields, extra = plan
+    values = []
+    for index, converters, expression in fields:
+        value = row[index]
+        for converter in converters:
+            value = converter(value, expression, connection)
+        values.append(value)
+    call = ToolCall.from_db(
+        connection.alias, [f.attname for f in ToolCall._meta.concrete_fields], values
+    )
+    for name, index in extra.items():
+        setattr(call, name, row[index])
+    return call
 
 
 def toolcall_execute(*, tool_call_id: int) -> None:
@@ -210,20 +256,50 @@ def toolcall_finish(
         fields["duration_ms"] = duration_ms
     if sandbox_id:
         fields["sandbox_id"] = sandbox_id
-    rows = ToolCall.objects.filter(pk=call.pk, status__in=allowed)
     if current:
-        rows = rows.filter(version=call.version)
-    if not rows.update(**fields):
-        return False
-    if current:
+        if not _update_current(call, allowed, fields):
+            return False
         for name, value in fields.items():
             setattr(call, name, value)
     else:
+        rows = ToolCall.objects.filter(pk=call.pk, status__in=allowed)
+        if not rows.update(**fields):
+            return False
         call.refresh_from_db()
     toolcall_publish(call)  # people first; the audit record follows a moment later
     audit_call(call, new=not audit_open)
     toolcall_finished.send(sender=ToolCall, call=call)
     return True
+
+
+def _update_current(call: ToolCall, allowed: tuple[str, ...], fields: dict[str, Any]) -> bool:
+    """``UPDATE … WHERE id = … AND status IN allowed AND version = call.version``: what
+    ``ToolCall.objects.filter(...).update(**fields)`` sends, written out because building it
+    through the ORM took longer than the statement takes to run, on the path between the
+    command's end and its finished card."""
+    qn = connection.ops.quote_name
+    meta = ToolCall._meta
+
+    def col(name: str) -> str:
+        field = meta.get_field(name)
+        assert isinstance(field, models.Field)
+        return qn(str(field.column))
+
+    sets, params = [], []
+    for name, python_value in fields.items():
+        field = meta.get_field(name)
+        assert isinstance(field, models.Field)
+        sets.append(f"{col(name)} = %s")
+        params.append(field.get_db_prep_save(python_value, connection))
+    sql = (  # our own table and column names; every value is a parameter
+        f"UPDATE {qn(meta.db_table)} SET {', '.join(sets)} "  # noqa: S608
+        f"WHERE {col('id')} = %s "
+        f"AND {col('status')} IN ({', '.join(['%s'] * len(allowed))}) "
+        f"AND {col('version')} = %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, call.pk, *allowed, call.version])
+        return bool(cursor.rowcount)
 
 
 def toolcall_cancel(call: ToolCall, *, reason: str = "cancelled by the user") -> None:

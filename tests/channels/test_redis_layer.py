@@ -1,0 +1,104 @@
+"""The two-round-trip ``group_send`` delivers what channels_redis's own one does."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from typing import Any
+
+import pytest
+from channels_redis.core import RedisChannelLayer
+from django.conf import settings
+
+from controlcenter.redis_layer import FewerTripsRedisChannelLayer
+
+pytestmark = pytest.mark.distributed_only
+
+
+def _layer(cls: type[RedisChannelLayer], prefix: str, **config: Any) -> RedisChannelLayer:
+    return cls(hosts=[settings.REDIS_URL], prefix=prefix, **config)
+
+
+async def _scenario(cls: type[RedisChannelLayer]) -> dict[str, Any]:
+    prefix = f"cc-test-{uuid.uuid4().hex[:8]}"
+    layer = _layer(cls, prefix, capacity=2, expiry=60)
+    other = _layer(cls, prefix, capacity=2, expiry=60)  # another process's channels
+    try:
+        a, b = await layer.new_channel(), await layer.new_channel()  # one process: one key
+        c = await other.new_channel()
+        gone = "specific.gone!x"
+        for channel in (a, b, c):
+            await layer.group_add("g", channel)
+        # A member older than the group expiry is dropped rather than sent to.
+        conn = layer.connection(0)
+        await conn.zadd(layer._group_key("g"), {gone: int(time.time()) - 2 * layer.group_expiry})
+        # c's key already holds an expired message (dropped first) and one live one.
+        key_c = layer.prefix + layer.non_local_name(c)
+        await conn.zadd(key_c, {b"stale": time.time() - 3600, b"live": time.time()})
+        for n in range(3):  # a and b take two each (their key's capacity), c one more
+            await layer.group_send("g", {"type": "t", "n": n})
+        got_a = [await asyncio.wait_for(layer.receive(a), 2) for _ in range(2)]
+        got_b = [await asyncio.wait_for(layer.receive(b), 2) for _ in range(2)]
+        members = await conn.zrange(layer._group_key("g"), 0, -1)
+        left_c = await conn.zrange(key_c, 0, -1)
+        gone_key = await conn.exists(layer.prefix + "specific.gone!")
+        return {
+            "a": [m["n"] for m in got_a],
+            "b": [m["n"] for m in got_b],
+            "members": sorted(m.decode() for m in members) == sorted([a, b, c]),
+            "c_count": len(left_c),
+            "c_has_stale": b"stale" in left_c,
+            "gone_key": gone_key,
+        }
+    finally:
+        await layer.flush()
+        await other.flush()
+
+
+def test_group_send_matches_channels_redis() -> None:
+    ours = asyncio.run(_scenario(FewerTripsRedisChannelLayer))
+    theirs = asyncio.run(_scenario(RedisChannelLayer))
+    assert ours == theirs
+    assert ours["a"] == [0, 1] and ours["b"] == [0, 1]
+    assert ours["c_count"] == 2 and not ours["c_has_stale"]
+    assert ours["members"] and not ours["gone_key"]
+
+
+def test_group_send_uses_two_round_trips() -> None:
+    async def run() -> int:
+        layer = _layer(FewerTripsRedisChannelLayer, f"cc-test-{uuid.uuid4().hex[:8]}")
+        try:
+            channel = await layer.new_channel()
+            await layer.group_add("g", channel)
+            await layer.group_send("g", {"type": "warm"})  # loads the script once
+            conn = layer.connection(0)
+            sent = 0
+            original = conn.execute_command
+            original_pipe = type(conn.pipeline()).execute
+
+            async def counting(*args: Any, **kwargs: Any) -> Any:
+                nonlocal sent
+                sent += 1
+                return await original(*args, **kwargs)
+
+            async def counting_pipe(self: Any, *args: Any, **kwargs: Any) -> Any:
+                nonlocal sent
+                sent += 1
+                return await original_pipe(self, *args, **kwargs)
+
+            conn.execute_command = counting  # type: ignore[method-assign]
+            pipe_cls = type(conn.pipeline())
+            pipe_cls.execute = counting_pipe  # type: ignore[method-assign]
+            try:
+                await layer.group_send("g", {"type": "t"})
+            finally:
+                del conn.execute_command
+                pipe_cls.execute = original_pipe  # type: ignore[method-assign]
+            assert (await layer.receive(channel))["type"] == "warm"
+            assert (await layer.receive(channel))["type"] == "t"
+            return sent
+        finally:
+            await layer.flush()
+
+    assert asyncio.run(run()) == 2
