@@ -30,7 +30,6 @@ from chat_app.providers.base import (
     ToolCallRequest,
     ToolCallStarted,
     ToolSpec,
-    as_prebuilt_body,
     connection_error,
     error_body_text,
     incomplete_stream_error,
@@ -79,31 +78,34 @@ class OpenAIProvider(LLMProvider):
             "stream": True,
             "stream_options": {"include_usage": True},
         }
-        if tools:
-            request["tools"] = [to_openai_tool(t) for t in tools]
-            if tool_choice:
-                request["tool_choice"] = {"type": "function", "function": {"name": tool_choice}}
+        if tools and tool_choice:
+            request["tool_choice"] = {"type": "function", "function": {"name": tool_choice}}
         if max_tokens is not None:
             request["max_tokens"] = max_tokens
 
         assembler = _ChunkAssembler()
         try:
-            # The raw response, read as server-sent events: the SDK's own stream builds a
-            # pydantic model per chunk, which was the largest CPU cost of a turn under load.
-            # Errors (status, connection) still come from the SDK.
-            async with (
-                self._session() as client,
-                client.chat.completions.with_streaming_response.create(
-                    **as_prebuilt_body(request, ("model", "stream"))
-                ) as response,
-            ):
-                async for data in sse_data(response.iter_lines()):
-                    try:
-                        events = list(assembler.feed(data))
-                    except (AttributeError, TypeError, KeyError, ValueError) as exc:
-                        raise malformed_stream_error(exc) from exc
-                    for event in events:
-                        yield event
+            # The body is serialized here, with each tool's JSON kept between rounds (forty
+            # tool schemas are most of a request), and sent through the SDK client's own
+            # ``post``: status and connection errors still come from the SDK. The response
+            # is read raw, as server-sent events: the SDK's stream builds a pydantic model per
+            # chunk, which was the largest CPU cost of a turn under load.
+            async with self._session() as client:
+                response = await client.post(
+                    "/chat/completions",
+                    cast_to=httpx2.Response,
+                    content=request_body(request, tools),
+                    options={"headers": {"Content-Type": "application/json"}},
+                    stream=True,
+                )
+                async with contextlib.aclosing(response):  # type: ignore[type-var]
+                    async for data in sse_data(response.aiter_lines()):
+                        try:
+                            events = list(assembler.feed(data))
+                        except (AttributeError, TypeError, KeyError, ValueError) as exc:
+                            raise malformed_stream_error(exc) from exc
+                        for event in events:
+                            yield event
         except openai.APIStatusError as exc:
             raise self._status_error(exc, tools_sent=bool(tools)) from exc
         except (openai.APIConnectionError, httpx2.TransportError) as exc:
@@ -289,6 +291,32 @@ def _checked(chunk: Any) -> dict[str, Any]:
 def _synthetic_id() -> str:
     # A few servers omit ids; the history still needs one to pair calls with results.
     return f"call_{uuid.uuid4().hex[:24]}"
+
+
+# A tool's JSON as sent, per ToolSpec (the loop keeps one ToolSpec per tool class and mode, so
+# the same objects come back every round). The spec is kept with its text so its id stays its.
+_TOOL_JSON: dict[int, tuple[ToolSpec, str]] = {}
+_TOOL_JSON_MAX = 4096
+
+
+def _tool_json(tool: ToolSpec) -> str:
+    cached = _TOOL_JSON.get(id(tool))
+    if cached is not None and cached[0] is tool:
+        return cached[1]
+    text = json.dumps(to_openai_tool(tool), ensure_ascii=False)
+    if len(_TOOL_JSON) >= _TOOL_JSON_MAX:  # specs rebuilt many times (tool groups reloaded)
+        _TOOL_JSON.clear()
+    _TOOL_JSON[id(tool)] = (tool, text)
+    return text
+
+
+def request_body(request: dict[str, Any], tools: list[ToolSpec] | None) -> bytes:
+    """The Chat Completions body: ``request`` as JSON, with ``tools`` spliced in from the
+    per-tool cache."""
+    text = json.dumps(request, ensure_ascii=False)
+    if tools:
+        text = f'{text[:-1]}, "tools": [{", ".join(_tool_json(t) for t in tools)}]}}'
+    return text.encode("utf-8")
 
 
 def to_openai_tool(tool: ToolSpec) -> dict[str, Any]:

@@ -633,3 +633,17 @@ def test_server_sent_events_that_are_not_protocol_raise_provider_errors() -> Non
         _sse(["data: [1, 2]", ""])
     with pytest.raises(ProviderError, match="mid-reply: overloaded"):
         _sse(['data: {"error": {"message": "overloaded"}}', ""])
+
+
+def test_the_openai_body_splices_each_tools_kept_json_into_the_request() -> None:
+    from chat_app.providers.openai_provider import request_body, to_openai_tool
+
+    tools = [
+        ToolSpec(name="t1", description="ünïcode", parameters={"type": "object"}, strict=True),
+        ToolSpec(name="t2", description="two", parameters={"type": "object", "properties": {}}),
+    ]
+    request = {"model": "m", "messages": [{"role": "user", "content": "hi ✓"}], "stream": True}
+    expected = {**request, "tools": [to_openai_tool(t) for t in tools]}
+    assert json.loads(request_body(request, tools)) == expected
+    assert json.loads(request_body(request, tools)) == expected  # from the kept JSON
+    assert json.loads(request_body(request, None)) == request
