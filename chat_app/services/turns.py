@@ -14,6 +14,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from chat_app.events import conversation_publish, message_publish, turn_publish
@@ -199,8 +200,31 @@ def turn_stop(*, turn: Turn) -> None:
 def turn_advance(turn_id: int) -> None:
     """Called whenever a tool call of the turn finishes: when none is left unfinished, finish
     a slash/cancelled turn or queue the next model round."""
-    # get(), not first(): an ORDER BY makes Django's compiler hash every selected column,
-    # which costs more than the query itself on this hot path.
+    # The common case in one statement: a chat turn, not stopped, whose calls have all
+    # finished and did not include a successful final_answer, goes back to the model.
+    unfinished = ToolCall.objects.filter(turn_id=OuterRef("pk")).exclude(
+        status__in=ToolCall.TERMINAL
+    )
+    final = ToolCall.objects.filter(
+        turn_id=OuterRef("pk"), tool=sgr.FINAL_ANSWER, status=ToolCall.Status.SUCCEEDED
+    )
+    if (
+        Turn.objects.filter(
+            pk=turn_id,
+            status=Turn.Status.RUNNING,
+            phase=Turn.Phase.TOOLS,
+            kind=Turn.Kind.CHAT,
+            cancel_requested=False,
+        )
+        .exclude(Exists(unfinished))
+        .exclude(Exists(final))
+        .update(phase=Turn.Phase.MODEL, heartbeat_at=timezone.now(), requeued=0)
+    ):
+        _queue_round(turn_id)
+        return
+    # Otherwise look closer (a call still running, Stop, a slash command, final_answer, or
+    # nothing to do). get(), not first(): an ORDER BY makes Django's compiler hash every
+    # selected column, which costs more than the query itself on this hot path.
     try:
         turn = Turn.objects.get(pk=turn_id)
     except Turn.DoesNotExist:
