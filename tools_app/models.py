@@ -31,6 +31,25 @@ class ToolConfigVersion(models.Model):
         )
 
 
+def config_track(*tracked: type[models.Model]) -> None:
+    """Every save or delete of these models, from any process, moves the configuration token
+    on (processes cache what they read under it: ``tools_app.selectors``). Bulk writes need
+    ``ConfigQuerySet`` as the model's manager too."""
+    from django.db.models.signals import post_delete, post_save
+
+    for model in tracked:
+        post_save.connect(
+            _config_changed, sender=model, dispatch_uid=f"cc-config-saved-{model._meta.label}"
+        )
+        post_delete.connect(
+            _config_changed, sender=model, dispatch_uid=f"cc-config-deleted-{model._meta.label}"
+        )
+
+
+def _config_changed(sender: Any, **kwargs: Any) -> None:
+    ToolConfigVersion.bump()
+
+
 class ConfigQuerySet(models.QuerySet[Any]):
     """Bulk writes bypass ``save()`` and so the signals ``tools_app.apps`` connects (saves and
     deletes, including ``QuerySet.delete()``); these mark tool configuration changed too."""
