@@ -26,6 +26,7 @@ from chat_app.providers.base import (
     ToolCallStarted,
     ToolSpec,
     as_prebuilt_body,
+    assembled,
     connection_error,
     error_body_text,
     incomplete_stream_error,
@@ -152,11 +153,7 @@ class AnthropicProvider(LLMProvider):
                 )
                 async with events:
                     async for event in events:
-                        try:
-                            items = list(assembler.feed(event))
-                        except (AttributeError, TypeError, KeyError, ValueError) as exc:
-                            raise malformed_stream_error(exc) from exc
-                        for item in items:
+                        for item in assembled(assembler.feed, event):
                             yield item
         except anthropic.APIStatusError as exc:
             raise self._status_error(exc, tools_sent=bool(tools)) from exc

@@ -26,12 +26,14 @@ import json
 import re
 import socket
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 import httpx2
 import jsonschema
+
+E = TypeVar("E")
 
 
 @dataclass
@@ -309,6 +311,15 @@ def status_error(
 def stream_error(detail: str) -> ProviderError:
     """An error event inside a 200 stream (overload, server trouble mid-reply): transient."""
     return ProviderError(f"the LLM reported an error mid-reply: {detail}", retryable=True)
+
+
+def assembled(feed: Callable[[Any], Iterable[E]], item: Any) -> list[E]:
+    """The events ``feed`` (an assembler's) makes of one stream item; an item of the wrong
+    shape is a malformed stream, not a crash."""
+    try:
+        return list(feed(item))
+    except (AttributeError, TypeError, KeyError, ValueError) as exc:
+        raise malformed_stream_error(exc) from exc
 
 
 def malformed_stream_error(exc: BaseException) -> ProviderError:

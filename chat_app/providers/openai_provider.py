@@ -30,6 +30,7 @@ from chat_app.providers.base import (
     ToolCallRequest,
     ToolCallStarted,
     ToolSpec,
+    assembled,
     connection_error,
     error_body_text,
     incomplete_stream_error,
@@ -100,11 +101,7 @@ class OpenAIProvider(LLMProvider):
                 )
                 async with contextlib.aclosing(response):  # type: ignore[type-var]
                     async for data in sse_data(response.aiter_lines()):
-                        try:
-                            events = list(assembler.feed(data))
-                        except (AttributeError, TypeError, KeyError, ValueError) as exc:
-                            raise malformed_stream_error(exc) from exc
-                        for event in events:
+                        for event in assembled(assembler.feed, data):
                             yield event
         except openai.APIStatusError as exc:
             raise self._status_error(exc, tools_sent=bool(tools)) from exc
