@@ -50,6 +50,11 @@ def _worker_name() -> str:
     return f"{socket.gethostname()}:{threading.current_thread().name}"
 
 
+def _column(model_meta: Any, name: str) -> str:
+    """A field's column, quoted: for the statements below, written out by hand."""
+    return str(connection.ops.quote_name(model_meta.get_field(name).column))
+
+
 def _claim(tool_call_id: int) -> ToolCall | None:
     """``queued → running`` if the call is still queued, in one statement that also returns
     the claimed row, whether the call's audit record is open already (it is when the call
@@ -58,9 +63,7 @@ def _claim(tool_call_id: int) -> ToolCall | None:
     qn = connection.ops.quote_name
     meta = ToolCall._meta
     audit, version = AuditRecord._meta, ToolConfigVersion._meta
-
-    def col(model_meta: Any, name: str) -> str:
-        return qn(model_meta.get_field(name).column)
+    col = _column
 
     def value(name: str, python_value: Any) -> Any:
         field = meta.get_field(name)
@@ -277,25 +280,18 @@ def _update_current(call: ToolCall, allowed: tuple[str, ...], fields: dict[str, 
     ``ToolCall.objects.filter(...).update(**fields)`` sends, written out because building it
     through the ORM took longer than the statement takes to run, on the path between the
     command's end and its finished card."""
-    qn = connection.ops.quote_name
     meta = ToolCall._meta
-
-    def col(name: str) -> str:
-        field = meta.get_field(name)
-        assert isinstance(field, models.Field)
-        return qn(str(field.column))
-
     sets, params = [], []
     for name, python_value in fields.items():
         field = meta.get_field(name)
         assert isinstance(field, models.Field)
-        sets.append(f"{col(name)} = %s")
+        sets.append(f"{_column(meta, name)} = %s")
         params.append(field.get_db_prep_save(python_value, connection))
     sql = (  # our own table and column names; every value is a parameter
-        f"UPDATE {qn(meta.db_table)} SET {', '.join(sets)} "  # noqa: S608
-        f"WHERE {col('id')} = %s "
-        f"AND {col('status')} IN ({', '.join(['%s'] * len(allowed))}) "
-        f"AND {col('version')} = %s"
+        f"UPDATE {connection.ops.quote_name(meta.db_table)} SET {', '.join(sets)} "  # noqa: S608
+        f"WHERE {_column(meta, 'id')} = %s "
+        f"AND {_column(meta, 'status')} IN ({', '.join(['%s'] * len(allowed))}) "
+        f"AND {_column(meta, 'version')} = %s"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, [*params, call.pk, *allowed, call.version])
