@@ -8,7 +8,9 @@ Tests marked ``modes`` run in both; ``make test`` runs them twice.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 import uuid
@@ -90,6 +92,45 @@ def _redis_clean() -> None:
     client.flushdb()
 
 
+# --- the session's shared deployment -----------------------------------------------------------
+# Distributed tests share app processes (a tools worker, an agent runner, e2e web servers) on
+# the test Redis and the test database. Fault tests run a private deployment (tests/stack.py)
+# on its own Redis but the same database; while one runs, the shared processes are paused, or
+# their maintenance could move the private stack's turns on (a turn whose last call just
+# finished) and publish the events on the shared Redis, where the private stack's page never
+# sees them.
+_SHARED: list[subprocess.Popen[bytes]] = []
+
+
+def shared_process(proc: subprocess.Popen[bytes]) -> subprocess.Popen[bytes]:
+    _SHARED.append(proc)
+    return proc
+
+
+def _process_tree(pid: int) -> list[int]:
+    found = [pid]
+    with contextlib.suppress(OSError):
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as children:
+                for child in children.read().split():
+                    found += _process_tree(int(child))
+    return found
+
+
+@contextlib.contextmanager
+def shared_processes_paused() -> Iterator[None]:
+    pids = [pid for proc in _SHARED if proc.poll() is None for pid in _process_tree(proc.pid)]
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+
+
 def start_agent_runner(log_name: str = "test-runner.log", **env: str) -> subprocess.Popen[bytes]:
     """Distributed mode: a real ``manage.py agent_runner`` process on the test database
     (needs database access: it waits for the runner's first report)."""
@@ -104,6 +145,7 @@ def start_agent_runner(log_name: str = "test-runner.log", **env: str) -> subproc
         stdout=log,
         stderr=subprocess.STDOUT,
     )
+    shared_process(proc)
     wait_for(
         lambda: proc.poll() is not None or any(r.name == name for r in runners_alive()),
         timeout=60,
@@ -143,6 +185,7 @@ def start_celery_worker(log_name: str = "test-worker.log", **env: str) -> subpro
         stdout=log,
         stderr=subprocess.STDOUT,
     )
+    shared_process(proc)
     wait_for(
         lambda: (
             proc.poll() is not None
@@ -160,13 +203,14 @@ def start_beat_process(
 ) -> subprocess.Popen[bytes]:
     """Distributed mode: a real ``celery beat`` process sending the Schedules tick."""
     log = open(ROOT / "var" / log_name, "ab")  # noqa: SIM115 - closed by the process's end
-    return subprocess.Popen(
+    proc = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "controlcenter", "beat", "-l", "INFO"],
         cwd=ROOT,
         env=child_env(SCHEDULES_TICK_SECONDS=str(tick), **env),
         stdout=log,
         stderr=subprocess.STDOUT,
     )
+    return shared_process(proc)
 
 
 def stop_process(proc: subprocess.Popen[bytes], timeout: float = 15) -> None:

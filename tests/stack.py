@@ -262,7 +262,13 @@ class ChatSocket:
         seen: list[dict[str, Any]] = []
         deadline = time.monotonic() + timeout
         while True:
-            event = await self.next(timeout=max(0.1, deadline - time.monotonic()))
+            try:
+                event = await self.next(timeout=max(0.1, deadline - time.monotonic()))
+            except TimeoutError:
+                summary = [(e["type"], e.get("status", e.get("running"))) for e in seen]
+                raise AssertionError(
+                    f"the turn did not end within {timeout} s; events seen: {summary}"
+                ) from None
             seen.append(event)
             if event["type"] == "turn" and not event["running"]:
                 return seen

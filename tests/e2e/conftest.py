@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from django.conf import settings
 
-from tests.conftest import ROOT, child_env
+from tests.conftest import ROOT, child_env, shared_process
 from tests.helpers import require, wait_for
 
 CHROMIUM_ARGS = [
@@ -56,8 +56,10 @@ def run_app_server(*extra: str, log_name: str = "test-server.log", **env: str) -
     args = [sys.executable, "manage.py", "serve", "--port", str(port), *extra]
     log_path = Path(settings.VAR_DIR) / log_name
     with open(log_path, "ab") as log:
-        proc = subprocess.Popen(
-            args, cwd=ROOT, env=child_env(**env), stdout=log, stderr=subprocess.STDOUT
+        proc = shared_process(
+            subprocess.Popen(
+                args, cwd=ROOT, env=child_env(**env), stdout=log, stderr=subprocess.STDOUT
+            )
         )
         try:
             wait_for(

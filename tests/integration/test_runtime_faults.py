@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from chat_app.models import Message, Turn
+from tests.conftest import shared_processes_paused
 from tests.helpers import wait_for
 from tests.llm_server import Call, Reply
 from tests.scenarios.workspace import isolated_conversation
@@ -25,11 +26,12 @@ pytestmark = [pytest.mark.distributed_only, pytest.mark.slow]
 
 @pytest.fixture
 def stack(transactional_db: None) -> Iterator[Stack]:
-    stack = Stack().start()
-    try:
-        yield stack
-    finally:
-        stack.stop()
+    with shared_processes_paused():  # see tests/conftest.py
+        stack = Stack().start()
+        try:
+            yield stack
+        finally:
+            stack.stop()
 
 
 def running_turns(conversation: Any) -> list[Turn]:
