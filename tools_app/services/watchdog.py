@@ -13,10 +13,11 @@ own). Every ``POLL_SECONDS`` it:
 - writes each call's heartbeat (with its output so far) every ``HEARTBEAT_SECONDS``, so the
   calls of a worker that died are failed by ``toolcall_reap_lost``.
 
-``watch_call`` sends the call's "running" card before the activity starts, so the card is on
-its way while the sandbox works and the finished card never waits behind it. Events of one
-call leave in order: the running card, its output, then (once ``Watch.close`` has returned)
-whatever the caller publishes, e.g. the finished card.
+``watch_call`` wakes the watcher thread, which renders and sends the call's "running" card
+while the activity starts (a card takes a few tenths of a millisecond to render, which the
+call no longer waits for); a call over before that sends it from ``Watch.close``. Events of
+one call leave in order: the running card, its output, then (once ``Watch.close`` has
+returned) whatever the caller publishes, e.g. the finished card.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ class Watch:
         # nothing is in flight for the call once it returns.
         self._io = threading.Lock()
         self._closed = False
+        self._announced = False  # the running card has been sent
         self._last_beat = time.monotonic()
 
     def emit(self, stream: str, text: str) -> None:
@@ -69,11 +71,17 @@ class Watch:
         or written for the call by the watch."""
         _supervisor.remove(self)
         with self._io:
+            self._announce()
             self._closed = True
             self._flush(publish=False)  # the final card carries the whole output anyway
         return self._output
 
     # -- called by the watcher thread (and by close), with ``_io`` held --------------------
+
+    def _announce(self) -> None:
+        if not self._announced:
+            self._announced = True
+            toolcall_publish(self.call, wait=False)
 
     def _flush(self, *, publish: bool = True) -> None:
         with self._pending_lock:
@@ -94,6 +102,7 @@ class Watch:
         with self._io:
             if self._closed:
                 return
+            self._announce()
             self._flush()
             if now >= self.deadline and not self.ctx.cancel.is_set():
                 self.reason = "timeout"
@@ -134,8 +143,8 @@ class _Supervisor:
                 # The first look at the database one poll after the call starts: calls that
                 # are over by then cost the watch no query at all.
                 self._next_poll = time.monotonic() + POLL_SECONDS
-                self._wake.set()  # from sleeping without a deadline to polling
             self._watches[id(watch)] = watch
+            self._wake.set()  # to send the call's running card now
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(
                     target=self._run, name="toolcall-watchdog", daemon=True
@@ -191,9 +200,8 @@ os.register_at_fork(after_in_child=_supervisor.reset)
 
 
 def watch_call(call: ToolCall, ctx: ActivityContext, timeout: float) -> Watch:
-    """Send the call's running card and start watching it; ``Watch.close`` when it has
-    finished."""
-    toolcall_publish(call, wait=False)
+    """Start watching the call (the watcher thread sends its running card at once);
+    ``Watch.close`` when it has finished."""
     watch = Watch(call, ctx, timeout)
     _supervisor.add(watch)
     return watch
