@@ -55,6 +55,13 @@ def _column(model_meta: Any, name: str) -> str:
     return str(connection.ops.quote_name(model_meta.get_field(name).column))
 
 
+def _param(name: str, python_value: Any) -> Any:
+    """A ToolCall field's value as a statement parameter, as the ORM would send it."""
+    field = ToolCall._meta.get_field(name)
+    assert isinstance(field, models.Field)
+    return field.get_db_prep_save(python_value, connection)
+
+
 def _claim(tool_call_id: int) -> ToolCall | None:
     """``queued → running`` if the call is still queued, in one statement that also returns
     the claimed row, whether the call's audit record is open already (it is when the call
@@ -64,12 +71,6 @@ def _claim(tool_call_id: int) -> ToolCall | None:
     meta = ToolCall._meta
     audit, version = AuditRecord._meta, ToolConfigVersion._meta
     col = _column
-
-    def value(name: str, python_value: Any) -> Any:
-        field = meta.get_field(name)
-        assert isinstance(field, models.Field)
-        return field.get_db_prep_save(python_value, connection)
-
     now = timezone.now()
     v = col(meta, "version")
     sql = (  # our own table and column names; every value is a parameter
@@ -84,8 +85,8 @@ def _claim(tool_call_id: int) -> ToolCall | None:
     )
     params = [
         ToolCall.Status.RUNNING.value,
-        value("started_at", now),
-        value("heartbeat_at", now),
+        _param("started_at", now),
+        _param("heartbeat_at", now),
         _worker_name(),
         tool_call_id,
         ToolCall.Status.QUEUED.value,
@@ -281,12 +282,8 @@ def _update_current(call: ToolCall, allowed: tuple[str, ...], fields: dict[str, 
     through the ORM took longer than the statement takes to run, on the path between the
     command's end and its finished card."""
     meta = ToolCall._meta
-    sets, params = [], []
-    for name, python_value in fields.items():
-        field = meta.get_field(name)
-        assert isinstance(field, models.Field)
-        sets.append(f"{_column(meta, name)} = %s")
-        params.append(field.get_db_prep_save(python_value, connection))
+    sets = [f"{_column(meta, name)} = %s" for name in fields]
+    params = [_param(name, value) for name, value in fields.items()]
     sql = (  # our own table and column names; every value is a parameter
         f"UPDATE {connection.ops.quote_name(meta.db_table)} SET {', '.join(sets)} "  # noqa: S608
         f"WHERE {_column(meta, 'id')} = %s "
