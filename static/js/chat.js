@@ -124,6 +124,10 @@ const handlers = {
   plan(event) {
     showPlan(event.html);
   },
+  schedules() {
+    // A schedule recorded how it last fired (after its turn's first message went out).
+    document.body.dispatchEvent(new Event("schedules-changed"));
+  },
   output(event) {
     keepScrolled(() => {
       const card = document.getElementById(`toolcall-${event.id}`);

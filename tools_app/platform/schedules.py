@@ -329,11 +329,21 @@ def schedule_fire(schedule: Schedule) -> None:
             last_status="skipped", last_error=reason, last_turn=None
         )
         _notice(conversation.pk, f"Schedule “{schedule.name}” was due but was {reason}.")
+        _schedules_changed(conversation.pk)
         return
     Schedule.objects.filter(pk=schedule.pk).update(
         last_turn=turn, last_status="started", last_error=""
     )
+    # The turn's message went out before this was recorded: the page reloads its list of
+    # schedules again, or it could keep the previous run (and miss this one's end).
+    _schedules_changed(conversation.pk)
     logger.info("schedule %s fired into conversation %s", schedule.name, conversation.pk)
+
+
+def _schedules_changed(conversation_id: int) -> None:
+    from controlcenter.events import conversation_group, publish
+
+    publish([conversation_group(conversation_id)], {"type": "schedules"}, wait=False)
 
 
 def _notice(conversation_id: int, text: str) -> None:
