@@ -297,8 +297,10 @@ class AgentRunner:
                 runner_beat(name=self.name, in_flight=self.in_flight, capacity=self.capacity)
             except Exception as exc:
                 logger.warning("agent runner %s: could not report itself (%s)", self.name, exc)
-            finally:
+            try:
                 close_old_connections()
+            except Exception as exc:  # the thread must outlive a database that is away
+                logger.warning("agent runner %s: could not close a connection (%s)", self.name, exc)
 
 
 def run_round_once(turn_id: int) -> None:

@@ -10,6 +10,7 @@ the agent runner's loop runs in a thread beside it. Distributed mode never calls
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from typing import TYPE_CHECKING, Any
@@ -48,7 +49,9 @@ def start_embedded_worker(*, concurrency: int | None = None) -> None:
             from chat_app.runner import AgentRunner
             from chat_app.services.turns import round_handoff_set
 
-            _runner = AgentRunner(name=f"embedded@{_hostname()}")
+            # One name per process: two processes on one database (a test run beside `serve`)
+            # must not report, or forget, each other's runner.
+            _runner = AgentRunner(name=f"embedded@{_hostname()}:{os.getpid()}")
             _runner.start()
             round_handoff_set(_runner.try_submit)
         if embedded_worker_alive():

@@ -53,8 +53,10 @@ def run_maintenance_once() -> None:
             hook()
         except Exception:
             logger.exception("maintenance step %s failed", hook.__name__)
-        finally:
+        try:
             close_old_connections()
+        except Exception as exc:  # the thread must outlive a database that is away
+            logger.warning("maintenance: could not close its connection (%s)", exc)
 
 
 def start_maintenance_thread() -> None:

@@ -11,8 +11,11 @@ notices lost work even when no worker or runner is left.
 - ``model`` (queued) for that long: the round's message was lost (Redis restarted), every
   runner is busy, or none is running. It is queued again; when no runner is alive it fails
   after two more waits, saying no runner took it.
-- ``tools`` with every call finished: the process finishing the last call died before moving
-  the turn on. It moves on now.
+- ``tools`` with every call finished, the last of them that long ago: the process finishing
+  the last call died before moving the turn on. It moves on now. (Not sooner: the finishing
+  process moves it on a moment after its call ends, and a pass that did it first would run
+  the next round in whichever process the pass ran in — with two processes on one SQLite
+  file, that process's runner and in-memory channel layer, which the page never hears.)
 """
 
 from __future__ import annotations
@@ -79,6 +82,7 @@ def turns_reap_lost() -> int:
     stuck = (
         running.filter(phase=Turn.Phase.TOOLS)
         .exclude(tool_calls__status__in=_UNFINISHED)
+        .exclude(tool_calls__finished_at__gte=limit)
         .values_list("pk", flat=True)
     )
     for turn_id in list(stuck):
