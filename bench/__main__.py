@@ -44,9 +44,24 @@ def run_one(name: str) -> dict[str, object]:
     return result
 
 
+def cpu_speed_ms() -> float:
+    """The machine's speed at pure-Python work, to compare runs from different days: the
+    fastest of five runs of a fixed loop (2 M iterations of arithmetic and dict access). The
+    benches' own figures are ratios within a run; this says how fast the machine was."""
+    best = float("inf")
+    for _ in range(5):
+        started = time.perf_counter()
+        box = {"n": 0}
+        for i in range(2_000_000):
+            box["n"] += i & 7
+        best = min(best, time.perf_counter() - started)
+    return round(best * 1000, 1)
+
+
 def main(argv: list[str]) -> int:
     names = argv or [n for n in BENCHES if (ROOT / "bench" / f"{n}.py").exists()]
     results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    speed_before = cpu_speed_ms()
     for name in names:
         results[name] = run_one(name)
         print(json.dumps({name: results[name]}, indent=2))
@@ -55,6 +70,8 @@ def main(argv: list[str]) -> int:
         "python": platform.python_version(),
         "platform": platform.platform(),
         "cpus": __import__("os").cpu_count(),
+        # before and after the benches; lower is faster
+        "python_loop_2m_ms": {"before": speed_before, "after": cpu_speed_ms()},
     }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")

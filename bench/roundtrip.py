@@ -61,8 +61,9 @@ def result_to_card(mode: str, port: int) -> dict[str, Any]:
     from tests.e2e.conftest import CHROMIUM_ARGS, chromium_executable
 
     samples: list[float] = []
+    executable = chromium_executable()  # outside: finding it may start Playwright itself
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium_executable(), args=CHROMIUM_ARGS)
+        browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
         page = browser.new_page(base_url=f"http://127.0.0.1:{port}")
         page.goto("/accounts/login/")
         page.get_by_label("Username").fill("bench")
