@@ -96,9 +96,11 @@ def _redis_clean() -> None:
 # Distributed tests share app processes (a tools worker, an agent runner, e2e web servers) on
 # the test Redis and the test database. Fault tests run a private deployment (tests/stack.py)
 # on its own Redis but the same database; while one runs, the shared processes are paused, or
-# their maintenance could move the private stack's turns on (a turn whose last call just
-# finished) and publish the events on the shared Redis, where the private stack's page never
-# sees them.
+# their maintenance could take over the private stack's work (queue again a round or a call
+# that waited too long, move on a turn left in "tools") and send it over the shared Redis, to
+# the shared runner and worker, where the private stack's page never sees its events. (The
+# stack's shorter heartbeat timeout makes its own pass usually come first; pausing makes it
+# certain.)
 _SHARED: list[subprocess.Popen[bytes]] = []
 
 
