@@ -281,6 +281,7 @@ class AgentRunner:
         """Report this runner alive every few seconds — but only while its event loop still
         answers: a wedged loop stops beating and its turns are reaped like a dead runner's."""
         from chat_app.services.runner_beats import BEAT_SECONDS, runner_beat
+        from controlcenter.maintenance import close_connections_quietly
 
         while not self._stopping.wait(BEAT_SECONDS):
             loop = self.loop
@@ -297,10 +298,7 @@ class AgentRunner:
                 runner_beat(name=self.name, in_flight=self.in_flight, capacity=self.capacity)
             except Exception as exc:
                 logger.warning("agent runner %s: could not report itself (%s)", self.name, exc)
-            try:
-                close_old_connections()
-            except Exception as exc:  # the thread must outlive a database that is away
-                logger.warning("agent runner %s: could not close a connection (%s)", self.name, exc)
+            close_connections_quietly(f"agent runner {self.name}")
 
 
 def run_round_once(turn_id: int) -> None:

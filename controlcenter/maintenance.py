@@ -53,10 +53,16 @@ def run_maintenance_once() -> None:
             hook()
         except Exception:
             logger.exception("maintenance step %s failed", hook.__name__)
-        try:
-            close_old_connections()
-        except Exception as exc:  # the thread must outlive a database that is away
-            logger.warning("maintenance: could not close its connection (%s)", exc)
+        close_connections_quietly("maintenance")
+
+
+def close_connections_quietly(who: str) -> None:
+    """``close_old_connections`` for a long-lived thread, which must outlive a database that
+    is away (a raise here would end the thread for good)."""
+    try:
+        close_old_connections()
+    except Exception as exc:
+        logger.warning("%s: could not close a database connection (%s)", who, exc)
 
 
 def start_maintenance_thread() -> None:
