@@ -102,3 +102,95 @@ def test_group_send_uses_two_round_trips() -> None:
             await layer.flush()
 
     assert asyncio.run(run()) == 2
+
+
+def _counting_commands(conn: Any) -> tuple[list[str], Any]:
+    """Count the commands ``conn`` sends (each one a round trip); returns (log, undo)."""
+    sent: list[str] = []
+    original = conn.execute_command
+
+    async def counting(*args: Any, **kwargs: Any) -> Any:
+        sent.append(str(args[0]))
+        return await original(*args, **kwargs)
+
+    conn.execute_command = counting
+
+    def undo() -> None:
+        del conn.execute_command
+
+    return sent, undo
+
+
+def test_receive_takes_one_round_trip_per_waiting_message_and_keeps_order() -> None:
+    async def run() -> tuple[list[int], list[str]]:
+        layer = _layer(FewerTripsRedisChannelLayer, f"cc-test-{uuid.uuid4().hex[:8]}")
+        try:
+            channel = await layer.new_channel()
+            await layer.group_add("g", channel)
+            for n in range(4):
+                await layer.group_send("g", {"type": "t", "n": n})
+            got = [(await layer.receive(channel))["n"]]  # loads the script once
+            sent, undo = _counting_commands(layer.connection(0))
+            try:
+                got += [(await layer.receive(channel))["n"] for _ in range(3)]
+            finally:
+                undo()
+            return got, sent
+        finally:
+            await layer.flush()
+
+    got, sent = asyncio.run(run())
+    assert got == [0, 1, 2, 3]
+    assert sent == ["EVALSHA"] * 3  # channels_redis: EVAL, BZPOPMIN, ZADD, ZPOPMIN each
+
+
+def test_receive_waits_for_a_message_that_arrives_later() -> None:
+    async def run() -> list[Any]:
+        layer = _layer(FewerTripsRedisChannelLayer, f"cc-test-{uuid.uuid4().hex[:8]}")
+        try:
+            channel = await layer.new_channel()
+            waiting = asyncio.ensure_future(layer.receive(channel))
+            await asyncio.sleep(0.3)  # the channel is empty: the receive blocks in Redis
+            assert not waiting.done()
+            await layer.send(channel, {"type": "t", "n": 1})
+            first = await asyncio.wait_for(waiting, 5)
+            await layer.send(channel, {"type": "t", "n": 2})
+            second = await asyncio.wait_for(layer.receive(channel), 5)
+            backup = await layer.connection(0).zcard(
+                layer._backup_channel_name(layer.prefix + layer.non_local_name(channel))
+            )
+            return [first["n"], second["n"], backup]
+        finally:
+            await layer.flush()
+
+    # the backup holds only the message handed out last (dropped by the next receive)
+    assert asyncio.run(run()) == [1, 2, 1]
+
+
+def test_an_interrupted_receive_loses_nothing_and_a_delivered_message_is_not_repeated() -> None:
+    async def run() -> list[int]:
+        layer = _layer(FewerTripsRedisChannelLayer, f"cc-test-{uuid.uuid4().hex[:8]}")
+        try:
+            channel = await layer.new_channel()
+            for n in range(3):
+                await layer.send(channel, {"type": "t", "n": n})
+            got = [(await layer.receive(channel))["n"]]
+            # A receive whose reply never arrived (cancelled, connection lost): the script
+            # popped message 1 into the backup, but no one was handed it.
+            conn = layer.connection(0)
+            key = layer.prefix + layer.non_local_name(channel)
+            backup = layer._backup_channel_name(key)
+            lost = await conn.eval(
+                "local p = redis.call('ZPOPMIN', KEYS[1]) "
+                "redis.call('ZADD', KEYS[2], p[2], p[1]) return p[1]",
+                2,
+                key,
+                backup,
+            )
+            assert lost is not None
+            got += [(await layer.receive(channel))["n"] for _ in range(2)]
+            return got
+        finally:
+            await layer.flush()
+
+    assert asyncio.run(run()) == [0, 1, 2]
