@@ -7,7 +7,7 @@ from typing import Any
 from django.template.loader import render_to_string
 
 from chat_app.models import Conversation, Message, Turn
-from controlcenter.events import apublish, conversation_group, publish
+from controlcenter.events import apublish_in_order, conversation_group, publish
 
 
 def message_event(message: Message, calls: list[Any] | None = None) -> dict[str, object]:
@@ -25,8 +25,10 @@ def message_event(message: Message, calls: list[Any] | None = None) -> dict[str,
     }
 
 
-def message_publish(message: Message, *, calls: list[Any] | None = None) -> None:
-    publish([conversation_group(message.conversation_id)], message_event(message, calls))
+def message_publish(message: Message, *, calls: list[Any] | None = None, wait: bool = True) -> None:
+    """``wait=False``: queue the event and go on; what this process publishes later still
+    follows it (tokens too: ``token_publish`` goes through the same queue)."""
+    publish([conversation_group(message.conversation_id)], message_event(message, calls), wait=wait)
 
 
 def conversation_publish(conversation: Conversation) -> None:
@@ -53,7 +55,7 @@ def turn_publish(turn: Turn) -> None:
 
 
 async def token_publish(*, conversation_id: int, message_id: int, offset: int, text: str) -> None:
-    await apublish(
+    await apublish_in_order(
         [conversation_group(conversation_id)],
         {"type": "token", "message_id": message_id, "offset": offset, "text": text},
     )

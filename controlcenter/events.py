@@ -77,18 +77,34 @@ class _Publisher:
             try:
                 await apublish(groups, payload)
             finally:
-                if done is not None:
+                if done is not None and done.set_running_or_notify_cancel():
                     done.set_result(None)
 
-    def submit(self, groups: list[str], payload: dict[str, Any], *, wait: bool) -> None:
+    def submit(
+        self, groups: list[str], payload: dict[str, Any], *, wait: bool, track: bool = False
+    ) -> Future[None] | None:
+        """Queue an event; ``wait``: block until it is sent; ``track``: return a future that
+        is done once it is sent (or cancelled, in which case it is still sent)."""
         loop = self._start()
-        done: Future[None] | None = Future() if wait else None
+        done: Future[None] | None = Future() if wait or track else None
         loop.call_soon_threadsafe(self._queue.put_nowait, (groups, payload, done))
-        if done is not None:
+        if wait and done is not None:
             done.result(timeout=30)
+        return done
 
 
 _publisher = _Publisher()
+
+
+async def apublish_in_order(groups: Iterable[str], payload: dict[str, Any]) -> None:
+    """Publish from async code, after every event this process has queued with ``publish``:
+    a token of a message never overtakes the event that announced the message, though that
+    one was queued without waiting."""
+    groups = list(groups)
+    if groups:
+        done = _publisher.submit(groups, payload, wait=False, track=True)
+        assert done is not None
+        await asyncio.wrap_future(done)
 
 
 def publish(groups: Iterable[str], payload: dict[str, Any], *, wait: bool = True) -> None:

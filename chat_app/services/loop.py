@@ -200,7 +200,8 @@ def _round_prepare(turn_id: int, *, runner: str, clients: ClientCache | None) ->
         state=Message.State.STREAMING,
         fallback=not native,
     )
-    message_publish(message, calls=[])
+    # Not waiting for it: the model's request goes out now; its tokens queue behind it.
+    message_publish(message, calls=[], wait=False)
     plan = RoundPlan(
         turn_id=turn.pk,
         conversation_id=turn.conversation_id,
@@ -477,4 +478,5 @@ def _close_message(plan: RoundPlan, text: str, *, state: str) -> None:
     else:  # as the UPDATE left it: it was still streaming, so no one else wrote it since
         message.content, message.state, message.note = text, state, ""
         message.version += 1
-    message_publish(message, calls=[])  # none bound yet
+    # None bound yet. Queued, not waited for: the calls' cards and the turn's end follow it.
+    message_publish(message, calls=[], wait=False)
