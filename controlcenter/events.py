@@ -57,7 +57,7 @@ class _Publisher:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._queue: asyncio.Queue[tuple[list[str], dict[str, Any], Future[None] | None]]
+        self._queue: asyncio.Queue[tuple[list[str], dict[str, Any], Future[None]]]
         self._pid = 0
 
     def _start(self) -> asyncio.AbstractEventLoop:
@@ -77,18 +77,16 @@ class _Publisher:
             try:
                 await apublish(groups, payload)
             finally:
-                if done is not None and done.set_running_or_notify_cancel():
+                if done.set_running_or_notify_cancel():
                     done.set_result(None)
 
-    def submit(
-        self, groups: list[str], payload: dict[str, Any], *, wait: bool, track: bool = False
-    ) -> Future[None] | None:
-        """Queue an event; ``wait``: block until it is sent; ``track``: return a future that
-        is done once it is sent (or cancelled, in which case it is still sent)."""
+    def submit(self, groups: list[str], payload: dict[str, Any], *, wait: bool) -> Future[None]:
+        """Queue an event; ``wait``: block until it is sent. The future returned is done once
+        it is sent (cancelling it does not stop the event)."""
         loop = self._start()
-        done: Future[None] | None = Future() if wait or track else None
+        done: Future[None] = Future()
         loop.call_soon_threadsafe(self._queue.put_nowait, (groups, payload, done))
-        if wait and done is not None:
+        if wait:
             done.result(timeout=30)
         return done
 
@@ -102,9 +100,7 @@ async def apublish_in_order(groups: Iterable[str], payload: dict[str, Any]) -> N
     one was queued without waiting."""
     groups = list(groups)
     if groups:
-        done = _publisher.submit(groups, payload, wait=False, track=True)
-        assert done is not None
-        await asyncio.wrap_future(done)
+        await asyncio.wrap_future(_publisher.submit(groups, payload, wait=False))
 
 
 def publish(groups: Iterable[str], payload: dict[str, Any], *, wait: bool = True) -> None:
