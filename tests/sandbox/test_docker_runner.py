@@ -7,6 +7,7 @@ in test_basics / test_kill / test_containment, and against the one-exec-per-comm
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from pathlib import Path
@@ -14,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from tests.sandbox.conftest import IMAGE, TEST_LABEL, Box
-from tools_app.sandbox.base import SandboxError
-from tools_app.sandbox.docker_backend import DockerSandbox
+from tools_app.sandbox.base import ExecRequest, SandboxError
+from tools_app.sandbox.docker_backend import DockerSandbox, _NotStarted
 
 pytestmark = pytest.mark.docker
 
@@ -64,6 +65,65 @@ def test_a_command_that_kills_the_runner_fails_clearly_and_the_next_one_works(
     with pytest.raises(SandboxError, match="command runner was killed"):
         docker_box.sh("kill -9 $PPID; sleep 5", timeout=10)
     assert docker_box.run("echo", "again").stdout == "again\n"
+
+
+def test_a_command_whose_runner_dies_at_once_is_never_run_a_second_time(docker_box: Box) -> None:
+    # The runner acknowledges a command before it spawns it: a command that kills the runner
+    # before the "started" event could be sent must not be taken for one that never ran (and
+    # be run again through an exec of its own).
+    for attempt in range(1, 4):
+        docker_box.run("true")  # a runner is up
+        with pytest.raises(SandboxError, match="command runner was killed"):
+            docker_box.sh("echo ran >> ran-once.txt; kill -9 $PPID; sleep 5", timeout=10)
+        assert (docker_box.dir / "ran-once.txt").read_text() == "ran\n" * attempt
+
+
+class _GoneRunner:
+    """A runner connection that loses its runner right after ``events`` (the race above,
+    made certain)."""
+
+    def __init__(self, *events: dict[str, object]) -> None:
+        self.events = events
+
+    def submit(self, *args: object, **kwargs: object) -> tuple[str, queue.SimpleQueue[object]]:
+        got: queue.SimpleQueue[object] = queue.SimpleQueue()
+        for event in (*self.events, {"lost": "the sandbox runner stopped"}):
+            got.put(event)
+        return "j1", got
+
+    def kill(self, jid: str) -> None:
+        pass
+
+    def done(self, jid: str) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("events", "outcome"),
+    [
+        ((), _NotStarted),  # never read it: one exec of its own runs it instead
+        (({"i": "j1", "a": 1},), SandboxError),  # read it, no "started" yet: it may have run
+        (({"i": "j1", "a": 1}, {"i": "j1", "s": 7}), SandboxError),
+    ],
+    ids=["lost-before-reading", "lost-after-reading", "lost-after-starting"],
+)
+def test_a_lost_runner_s_command_is_retried_only_if_it_was_never_read(
+    docker_box: Box, events: tuple[dict[str, object], ...], outcome: type[Exception]
+) -> None:
+    sandbox = docker_box.sandbox
+    assert isinstance(sandbox, DockerSandbox)
+    cid = _runner(docker_box, docker_box.run("true").sandbox_id).container_id
+    with pytest.raises(outcome):
+        sandbox._exec_on_runner(
+            _GoneRunner(*events),  # type: ignore[arg-type]
+            cid,
+            docker_box.workspace_id,
+            ExecRequest(["true"]),
+            None,
+            None,
+            time.monotonic(),
+            time.time(),
+        )
 
 
 def test_a_runner_with_nothing_to_do_leaves_so_the_container_can_be_reaped(

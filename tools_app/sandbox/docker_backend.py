@@ -259,7 +259,7 @@ class DockerSandbox(Sandbox):
         container_killed = False
         exit_code: int | None = None
         lost = ""
-        began = False
+        taken = False  # the runner read the command: it may have run, so never run it again
         try:
             while True:
                 now = time.monotonic()
@@ -281,8 +281,8 @@ class DockerSandbox(Sandbox):
                     event = events.get(timeout=wait)
                 except queue.Empty:
                     continue
-                if "s" in event:
-                    began = True
+                if "a" in event or "s" in event:
+                    taken = True
                 elif "o" in event:
                     sink.feed("stdout", base64.b64decode(event["o"]))
                 elif "e" in event:
@@ -297,8 +297,8 @@ class DockerSandbox(Sandbox):
             if exit_code is None and not lost:
                 conn.kill(jid)  # we stop waiting (killed, or an error): so does the command
             conn.done(jid)
-        if lost and not began and reason is None:
-            raise _NotStarted  # the runner left before it took the command
+        if lost and not taken and reason is None:
+            raise _NotStarted  # the runner left before it read the command
         if lost and reason is None:
             # The runner died under the command: the container was removed or killed, or the
             # kernel's OOM killer chose the runner. Whatever it ran is unsupervised now.

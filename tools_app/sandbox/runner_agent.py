@@ -12,6 +12,8 @@ Protocol, one JSON object per line (stdin: requests; stdout: events; bytes as ba
         "stdin": B64 | null, "cap": BYTES, "deadline": SECONDS}
     -> {"op": "kill", "i": ID}
     <- {"ready": PID}                   once, at start
+    <- {"i": ID, "a": 1}                the request was read: from here on it may run, so a
+                                        host that loses the runner must not run it again
     <- {"i": ID, "s": PID}              the command started (not sent when it could not)
     <- {"i": ID, "o": B64} / {"i": ID, "e": B64}   stdout / stderr chunks, in order
     <- {"i": ID, "x": EXIT_CODE}        last message of a command (128+N for signal N)
@@ -121,6 +123,8 @@ class Runner:
 
     def start(self, msg):
         jid = msg["i"]
+        # Before the spawn: a command can kill this runner before "s" would be sent.
+        send({"i": jid, "a": 1})
         self.last_active = time.monotonic()
         cwd = msg["cwd"]
         if not os.path.isdir(cwd):
