@@ -87,7 +87,7 @@ class _Publisher:
         done: Future[None] = Future()
         loop.call_soon_threadsafe(self._queue.put_nowait, (groups, payload, done))
         if wait:
-            done.result(timeout=30)
+            published_wait(done)
         return done
 
 
@@ -103,16 +103,27 @@ async def apublish_in_order(groups: Iterable[str], payload: dict[str, Any]) -> N
         await asyncio.wrap_future(_publisher.submit(groups, payload, wait=False))
 
 
-def publish(groups: Iterable[str], payload: dict[str, Any], *, wait: bool = True) -> None:
-    """Publish from sync code. ``wait=False``: queue it (in order) and return at once."""
+PUBLISH_TIMEOUT = 30.0
+
+
+def publish(groups: Iterable[str], payload: dict[str, Any], *, wait: bool = True) -> Future[None]:
+    """Publish from sync code. ``wait=False``: queue it (in order) and return at once; the
+    future returned is done once it is sent (``published_wait``)."""
     groups = list(groups)
-    if not groups:
-        return
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        _publisher.submit(groups, payload, wait=wait)
-        return
-    # Called from sync code running inside an event loop's thread (should not happen in our
-    # code paths); fall back to asgiref, which raises a clear error in that case.
-    async_to_sync(apublish)(groups, payload)
+        if groups:
+            return _publisher.submit(groups, payload, wait=wait)
+    else:
+        # Called from sync code running inside an event loop's thread (should not happen in
+        # our code paths); fall back to asgiref, which raises a clear error in that case.
+        async_to_sync(apublish)(groups, payload)
+    done: Future[None] = Future()
+    done.set_result(None)
+    return done
+
+
+def published_wait(sent: Future[None]) -> None:
+    """Block until an event queued with ``publish(wait=False)`` has been sent."""
+    sent.result(timeout=PUBLISH_TIMEOUT)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from concurrent.futures import Future
+
 from django.template.loader import render_to_string
 
 from controlcenter.events import conversation_group, publish, toolcall_group
@@ -35,8 +37,8 @@ def toolcall_event(call: ToolCall) -> dict[str, object]:
     }
 
 
-def toolcall_publish(call: ToolCall, *, wait: bool = True) -> None:
-    publish(toolcall_groups(call), toolcall_event(call), wait=wait)
+def toolcall_publish(call: ToolCall, *, wait: bool = True) -> Future[None]:
+    return publish(toolcall_groups(call), toolcall_event(call), wait=wait)
 
 
 def toolcall_publish_output(call: ToolCall, *, offset: int, text: str) -> None:

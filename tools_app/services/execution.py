@@ -20,6 +20,7 @@ from django.db import connection, models
 from django.db.models import F, Q
 from django.utils import timezone
 
+from controlcenter.events import published_wait
 from tools_app import selectors
 from tools_app.errors import PolicyDenied, ToolCancelled, ToolError, ToolTimeout
 from tools_app.events import toolcall_publish
@@ -270,8 +271,12 @@ def toolcall_finish(
         if not rows.update(**fields):
             return False
         call.refresh_from_db()
-    toolcall_publish(call)  # people first; the audit record follows a moment later
+    # People first: the card is sent while the audit record is written. What the finish
+    # sets off (the turn's next round, maybe in another process) waits for the card, so the
+    # chat shows the call finished before what follows it.
+    sent = toolcall_publish(call, wait=False)
     audit_call(call, new=not audit_open)
+    published_wait(sent)
     toolcall_finished.send(sender=ToolCall, call=call)
     return True
 
