@@ -110,17 +110,16 @@ def publish(groups: Iterable[str], payload: dict[str, Any], *, wait: bool = True
     """Publish from sync code. ``wait=False``: queue it (in order) and return at once; the
     future returned is done once it is sent (``published_wait``)."""
     groups = list(groups)
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        if groups:
+    if groups:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
             return _publisher.submit(groups, payload, wait=wait)
-    else:
         # Called from sync code running inside an event loop's thread (should not happen in
         # our code paths); fall back to asgiref, which raises a clear error in that case.
         async_to_sync(apublish)(groups, payload)
     done: Future[None] = Future()
-    done.set_result(None)
+    done.set_result(None)  # nothing left to send
     return done
 
 
