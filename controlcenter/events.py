@@ -80,14 +80,12 @@ class _Publisher:
                 if done.set_running_or_notify_cancel():
                     done.set_result(None)
 
-    def submit(self, groups: list[str], payload: dict[str, Any], *, wait: bool) -> Future[None]:
-        """Queue an event; ``wait``: block until it is sent. The future returned is done once
-        it is sent (cancelling it does not stop the event)."""
+    def submit(self, groups: list[str], payload: dict[str, Any]) -> Future[None]:
+        """Queue an event; the future returned is done once it is sent (cancelling it does
+        not stop the event)."""
         loop = self._start()
         done: Future[None] = Future()
         loop.call_soon_threadsafe(self._queue.put_nowait, (groups, payload, done))
-        if wait:
-            published_wait(done)
         return done
 
 
@@ -100,7 +98,7 @@ async def apublish_in_order(groups: Iterable[str], payload: dict[str, Any]) -> N
     one was queued without waiting."""
     groups = list(groups)
     if groups:
-        await asyncio.wrap_future(_publisher.submit(groups, payload, wait=False))
+        await asyncio.wrap_future(_publisher.submit(groups, payload))
 
 
 PUBLISH_TIMEOUT = 30.0
@@ -114,7 +112,10 @@ def publish(groups: Iterable[str], payload: dict[str, Any], *, wait: bool = True
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return _publisher.submit(groups, payload, wait=wait)
+            sent = _publisher.submit(groups, payload)
+            if wait:
+                published_wait(sent)
+            return sent
         # Called from sync code running inside an event loop's thread (should not happen in
         # our code paths); fall back to asgiref, which raises a clear error in that case.
         async_to_sync(apublish)(groups, payload)
