@@ -8,6 +8,7 @@ detected (``toolcall_reap_lost``).
 
 from __future__ import annotations
 
+import copy
 import logging
 import socket
 import threading
@@ -16,11 +17,10 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings as django_settings
-from django.db import connection, models
+from django.db import connection, models, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from controlcenter.events import published_wait
 from tools_app import selectors
 from tools_app.errors import PolicyDenied, ToolCancelled, ToolError, ToolTimeout
 from tools_app.events import toolcall_publish
@@ -28,7 +28,7 @@ from tools_app.imported import imported_sync
 from tools_app.models import AuditRecord, ToolCall, ToolConfigVersion
 from tools_app.registry import GROUPS, activity_name, get_tool, resolve_activity
 from tools_app.runtime import ActivityContext
-from tools_app.services.audit import audit_call
+from tools_app.services.audit import audit_call, audit_call_insert
 from tools_app.services.binding import toolcall_send
 from tools_app.services.watchdog import watch_call
 from tools_app.signals import toolcall_finished
@@ -262,41 +262,60 @@ def toolcall_finish(
     if sandbox_id:
         fields["sandbox_id"] = sandbox_id
     if current:
-        if not _update_current(call, allowed, fields):
+        if not _finish_current(call, allowed, fields, audit_open=audit_open):
             return False
         for name, value in fields.items():
             setattr(call, name, value)
     else:
-        rows = ToolCall.objects.filter(pk=call.pk, status__in=allowed)
-        if not rows.update(**fields):
-            return False
-        call.refresh_from_db()
-    # People first: the card is sent while the audit record is written. What the finish
-    # sets off (the turn's next round, maybe in another process) waits for the card, so the
-    # chat shows the call finished before what follows it.
-    sent = toolcall_publish(call, wait=False)
-    audit_call(call, new=not audit_open)
-    published_wait(sent)
+        with transaction.atomic():
+            rows = ToolCall.objects.filter(pk=call.pk, status__in=allowed)
+            if not rows.update(**fields):
+                return False
+            call.refresh_from_db()
+            audit_call(call, new=not audit_open)
+    # The call's end and its audit record are stored together (above); then the card, and
+    # only once it is sent what the finish sets off (the turn's next round, maybe in another
+    # process), so the chat shows the call finished before what follows it.
+    toolcall_publish(call)
     toolcall_finished.send(sender=ToolCall, call=call)
     return True
 
 
-def _update_current(call: ToolCall, allowed: tuple[str, ...], fields: dict[str, Any]) -> bool:
-    """``UPDATE … WHERE id = … AND status IN allowed AND version = call.version``: what
+def _finish_current(
+    call: ToolCall, allowed: tuple[str, ...], fields: dict[str, Any], *, audit_open: bool
+) -> bool:
+    """Store the end of a call this process claimed, and its audit record, together.
+
+    ``UPDATE … WHERE id = … AND status IN allowed AND version = call.version``: what
     ``ToolCall.objects.filter(...).update(**fields)`` sends, written out because building it
     through the ORM took longer than the statement takes to run, on the path between the
-    command's end and its finished card."""
+    command's end and its finished card. On PostgreSQL the audit record's INSERT goes in the
+    same statement (a data-modifying ``WITH``: one round trip, one commit); elsewhere both go
+    in one transaction. Either way a call never ends without its record."""
     meta = ToolCall._meta
     sets = [f"{_column(meta, name)} = %s" for name in fields]
     params = [_param(name, value) for name, value in fields.items()]
-    sql = (  # our own table and column names; every value is a parameter
+    update = (  # our own table and column names; every value is a parameter
         f"UPDATE {connection.ops.quote_name(meta.db_table)} SET {', '.join(sets)} "  # noqa: S608
         f"WHERE {_column(meta, 'id')} = %s "
         f"AND {_column(meta, 'status')} IN ({', '.join(['%s'] * len(allowed))}) "
         f"AND {_column(meta, 'version')} = %s"
     )
+    params += [call.pk, *allowed, call.version]
+    if audit_open or connection.vendor != "postgresql":
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(update, params)
+            if not cursor.rowcount:
+                return False
+            done = copy.copy(call)
+            for name, value in fields.items():
+                setattr(done, name, value)
+            audit_call(done, new=not audit_open)
+        return True
+    table, values, audit_params = audit_call_insert(call, fields)
+    sql = f"WITH done AS ({update} RETURNING 1) INSERT INTO {table} SELECT {values} FROM done"  # noqa: S608
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, call.pk, *allowed, call.version])
+        cursor.execute(sql, [*params, *audit_params])
         return bool(cursor.rowcount)
 
 
