@@ -70,7 +70,10 @@ async def test_it_sends_a_snapshot_then_streams_a_slash_command(worker, conversa
     events = await collect_until_turn_ends(comm)
     statuses = [e["status"] for e in events if e["type"] == "toolcall"]
     assert statuses[-1] == "succeeded"
-    assert statuses.index("running") < statuses.index("succeeded")
+    # A call shows "running" only once it has run a moment (tools_app.services.watchdog); if
+    # it did, that came first.
+    assert statuses.count("succeeded") == 1
+    assert "running" not in statuses[statuses.index("succeeded") :]
     await comm.disconnect()
 
 

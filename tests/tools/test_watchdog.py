@@ -114,13 +114,39 @@ def test_the_running_card_comes_first_then_the_output_then_the_finished_card(
     assert ToolCall.objects.get(pk=call.pk).output == "one\ntwo\n"  # all of it, on the row
 
 
-def test_a_call_that_ends_at_once_still_shows_running_first(conversation: Any) -> None:
+def test_a_call_that_ends_at_once_goes_from_queued_straight_to_its_result(
+    conversation: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No running card for a call shorter than ``ANNOUNCE_SECONDS``: nobody could see it."""
+    monkeypatch.setattr(watchdog, "ANNOUNCE_SECONDS", 5.0)  # "at once", however slow the host
     call = bind(conversation)
     with EventTap(f"conversation_{conversation.pk}") as tap, running([call], lambda a, c: {}):
         finished(call)
         time.sleep(0.2)
     statuses = [e["status"] for e in tap.of_type("toolcall") if e["id"] == call.pk]
-    assert statuses == ["running", "succeeded"]
+    assert statuses == ["succeeded"]
+
+
+def test_the_running_card_comes_once_the_call_has_run_a_moment(conversation: Any) -> None:
+    started: list[float] = []
+    release = threading.Event()
+
+    def slow(args: Any, ctx: ActivityContext) -> dict[str, Any]:
+        started.append(time.monotonic())
+        release.wait(10)
+        return {}
+
+    call = bind(conversation)
+    with EventTap(f"conversation_{conversation.pk}") as tap, running([call], slow):
+        wait_for(lambda: tap.of_type("toolcall"), message="the running card")
+        release.set()
+        finished(call)
+        time.sleep(0.2)
+    timed = [(t, e["status"]) for t, e in tap.timed("toolcall") if e["id"] == call.pk]
+    assert [status for _, status in timed] == ["running", "succeeded"]
+    shown_after = timed[0][0] - started[0]
+    # Not before ANNOUNCE_SECONDS, and about then (the watcher wakes for it).
+    assert watchdog.ANNOUNCE_SECONDS <= shown_after < watchdog.ANNOUNCE_SECONDS + 1.0
 
 
 def cooperative(seconds: float) -> Activity:

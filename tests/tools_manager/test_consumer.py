@@ -68,7 +68,10 @@ async def test_it_sends_the_card_then_streams_it_to_succeeded(worker, staff_user
     await database_sync_to_async(toolcall_dispatch)(call)
     events = await until_status(comm, "succeeded")
     statuses = [e["status"] for e in events if e["type"] == "toolcall"]
-    assert statuses.index("running") < statuses.index("succeeded")
+    # A call shows "running" only once it has run a moment (tools_app.services.watchdog); if
+    # it did, that came first.
+    assert statuses.count("succeeded") == 1
+    assert "running" not in statuses[statuses.index("succeeded") :]
     versions = [e["version"] for e in events if e["type"] == "toolcall"]
     assert versions == sorted(versions) and versions[0] > snapshot["version"]
     await comm.disconnect()

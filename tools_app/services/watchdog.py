@@ -13,16 +13,18 @@ own). Every ``POLL_SECONDS`` it:
 - writes each call's heartbeat (with its output so far) every ``HEARTBEAT_SECONDS``, so the
   calls of a worker that died are failed by ``toolcall_reap_lost``.
 
-``watch_call`` wakes the watcher thread, which renders and sends the call's "running" card
-while the activity starts (a card takes a few tenths of a millisecond to render, which the
-call no longer waits for); a call over before that sends it from ``Watch.close``. Events of
-one call leave in order: the running card, its output, then (once ``Watch.close`` has
-returned) whatever the caller publishes, e.g. the finished card.
+A call's "running" card is sent by the watcher thread once the call has run
+``ANNOUNCE_SECONDS``: a quicker call goes from its queued card straight to its finished one.
+Nobody can see a state that lasts a few milliseconds, and the card it would cost (rendered and
+sent while the command runs, in the process that runs it) cost such a call about a tenth of its
+time. Events of one call leave in order: the running card, its output, then (once
+``Watch.close`` has returned) whatever the caller publishes, e.g. the finished card.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import threading
 import time
@@ -37,6 +39,7 @@ from tools_app.runtime import ActivityContext
 logger = logging.getLogger(__name__)
 
 POLL_SECONDS = 0.1
+ANNOUNCE_SECONDS = 0.05  # a call shows "running" once it has run this long
 HEARTBEAT_SECONDS = 2.0
 CARD_OUTPUT_LIMIT = 64_000  # characters of live output kept on the card
 TIMEOUT_GRACE_SECONDS = 2.0  # activities enforce their own timeout; this is the backstop
@@ -60,6 +63,7 @@ class Watch:
         self._io = threading.Lock()
         self._closed = False
         self._announced = False  # the running card has been sent
+        self.announce_at = time.monotonic() + ANNOUNCE_SECONDS
         self._last_beat = time.monotonic()
 
     def emit(self, stream: str, text: str) -> None:
@@ -71,7 +75,6 @@ class Watch:
         or written for the call by the watch."""
         _supervisor.remove(self)
         with self._io:
-            self._announce()
             self._closed = True
             self._flush(publish=False)  # the final card carries the whole output anyway
         return self._output
@@ -84,6 +87,8 @@ class Watch:
             toolcall_publish(self.call, wait=False)
 
     def _flush(self, *, publish: bool = True) -> None:
+        """Output goes out after the running card; until then it waits (or, if the call ends
+        first, the finished card carries it)."""
         with self._pending_lock:
             text = "".join(self._pending)
             self._pending.clear()
@@ -102,8 +107,10 @@ class Watch:
         with self._io:
             if self._closed:
                 return
-            self._announce()
-            self._flush()
+            if now >= self.announce_at:
+                self._announce()
+            if self._announced:
+                self._flush()
             if now >= self.deadline and not self.ctx.cancel.is_set():
                 self.reason = "timeout"
                 self.ctx.cancel.set()
@@ -136,6 +143,7 @@ class _Supervisor:
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._next_poll = 0.0
+        self._wait_until = 0.0  # when the watcher thread wakes next (inf: when woken)
 
     def add(self, watch: Watch) -> None:
         with self._lock:
@@ -144,7 +152,8 @@ class _Supervisor:
                 # are over by then cost the watch no query at all.
                 self._next_poll = time.monotonic() + POLL_SECONDS
             self._watches[id(watch)] = watch
-            self._wake.set()  # to send the call's running card now
+            if watch.announce_at < self._wait_until:
+                self._wake.set()  # to wait for this call's running card instead
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(
                     target=self._run, name="toolcall-watchdog", daemon=True
@@ -162,12 +171,15 @@ class _Supervisor:
         while True:
             with self._lock:
                 idle = not self._watches
+                due = [w.announce_at for w in self._watches.values() if not w._announced]
+                self._wait_until = math.inf if idle else min([self._next_poll, *due])
+                timeout = None if idle else max(0.0, self._wait_until - time.monotonic())
             if idle:
                 # Asleep while nothing runs: an idle worker costs no wake-ups and holds no
                 # database connection for this thread (it opens one again when a call runs
                 # longer than a poll).
                 connection.close()
-            self._wake.wait(None if idle else POLL_SECONDS)
+            self._wake.wait(timeout)
             self._wake.clear()
             try:
                 self._round()
@@ -184,7 +196,7 @@ class _Supervisor:
         for watch in watches:
             watch._tick(now)
         if now < self._next_poll - POLL_SECONDS / 10:
-            return  # woken early (a first call started): its first poll is still to come
+            return  # woken early (for a running card): the poll is still to come
         self._next_poll = now + POLL_SECONDS
         waiting = {w.call.pk: w for w in watches if not w.ctx.cancel.is_set()}
         if waiting:
@@ -200,8 +212,8 @@ os.register_at_fork(after_in_child=_supervisor.reset)
 
 
 def watch_call(call: ToolCall, ctx: ActivityContext, timeout: float) -> Watch:
-    """Start watching the call (the watcher thread sends its running card at once);
-    ``Watch.close`` when it has finished."""
+    """Start watching the call (the watcher thread sends its running card once it has run
+    ``ANNOUNCE_SECONDS``); ``Watch.close`` when it has finished."""
     watch = Watch(call, ctx, timeout)
     _supervisor.add(watch)
     return watch
