@@ -204,7 +204,13 @@ if MODE == "distributed":
     CELERY_BROKER_URL = REDIS_URL
     # kombu's Redis transport, keeping one Redis client per channel (see redis_transport).
     CELERY_BROKER_TRANSPORT = "controlcenter.redis_transport:Transport"
-    CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {"visibility_timeout": 3600}
+    # No acknowledgement emulation: kombu would keep every message taken in a Redis hash until
+    # it is acknowledged (two transactions per message, in the consumer's thread, before the
+    # task starts) to deliver it again after a visibility timeout. Nothing here needs that:
+    # tool calls and rounds are acknowledged as they start, and a message lost on the way (a
+    # crash, a Redis restart) is sent again by the maintenance pass from the database
+    # (toolcall_redeliver_queued, the turn reaper), where claiming is a conditional UPDATE.
+    CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {"ack_emulation": False}
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "controlcenter.layers.ThreadSafeInMemoryChannelLayer"}}
     CELERY_BROKER_URL = "memory://"
