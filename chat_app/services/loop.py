@@ -61,8 +61,9 @@ from tools_app.services.binding import (
     REASONING_FIELD,
     CallLimits,
     CallRequest,
-    toolcall_bind,
+    toolcall_check,
     toolcall_dispatch,
+    toolcall_store,
 )
 
 logger = logging.getLogger(__name__)
@@ -429,6 +430,19 @@ def _bind_and_dispatch(plan: RoundPlan, requests: list[CallRequest]) -> None:
         per_turn=plan.agent.max_calls_per_turn,
         per_conversation=plan.agent.max_calls_per_conversation,
     )
+    # Checked first, outside the transaction: schema and policy read only the configuration,
+    # and on SQLite a write transaction holds every other writer of the process back.
+    checked = [
+        toolcall_check(
+            request=request,
+            ctx=ctx,
+            turn_id=plan.turn_id,
+            message_id=plan.message_id,
+            allowed_tools=offered,
+            unavailable=plan.sgr.unavailable if plan.sgr else None,
+        )
+        for request in requests
+    ]
     calls: list[Any] = []
     dispatched = False
     with transaction.atomic():
@@ -438,15 +452,9 @@ def _bind_and_dispatch(plan: RoundPlan, requests: list[CallRequest]) -> None:
             phase=Turn.Phase.STREAMING,
             cancel_requested=False,
         ).update(phase=Turn.Phase.TOOLS, round=F("round") + 1)
-        for request in requests if moved else ():
-            call = toolcall_bind(
-                request=request,
-                ctx=ctx,
-                turn_id=plan.turn_id,
-                message_id=plan.message_id,
-                allowed_tools=offered,
-                limits=limits,
-                unavailable=plan.sgr.unavailable if plan.sgr else None,
+        for one in checked if moved else ():
+            call = toolcall_store(
+                one, limits=limits, unavailable=plan.sgr.unavailable if plan.sgr else None
             )
             if plan.sgr:  # sgr hook: counts within the round; clarification waits for input
                 plan.sgr.bound(call)

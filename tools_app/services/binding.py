@@ -131,12 +131,7 @@ def _lookup(
             ToolCall.Status.FAILED,
             f"unknown tool {request.tool!r}; available tools: {', '.join(offered) or 'none'}",
         )
-    if unavailable and tool.tool_name in unavailable:  # taken away for now, with the reason
-        raise _Refused(
-            ToolCall.Status.DENIED,
-            f"tool {tool.tool_name!r} is not available now: {unavailable[tool.tool_name]}",
-            verdict="denied",
-        )
+    _check_available(tool.tool_name, unavailable)
     if allowed_tools is not None and tool.tool_name not in allowed_tools:
         raise _Refused(
             ToolCall.Status.DENIED,
@@ -147,6 +142,15 @@ def _lookup(
     if state.disabled_reason:
         raise _Refused(ToolCall.Status.DENIED, state.disabled_reason, verdict="denied")
     return tool, state
+
+
+def _check_available(name: str, unavailable: Mapping[str, str] | None) -> None:
+    if unavailable and name in unavailable:  # taken away for now, with the reason
+        raise _Refused(
+            ToolCall.Status.DENIED,
+            f"tool {name!r} is not available now: {unavailable[name]}",
+            verdict="denied",
+        )
 
 
 def _check_limits(
@@ -196,6 +200,17 @@ def _check_limits(
             )
 
 
+@dataclass
+class CheckedCall:
+    """A call checked as far as it can be without writing (``toolcall_check``): the unsaved
+    ToolCall, already refused or allowed so far; what its limits need, if allowed."""
+
+    call: ToolCall
+    tool: type[BaseTool] | None = None
+    settings: GroupSettings | None = None
+    function_limit: int | None = None
+
+
 def toolcall_bind(
     *,
     request: CallRequest,
@@ -209,6 +224,30 @@ def toolcall_bind(
     """Create the ToolCall for ``request``: ``queued`` (or ``awaiting_approval``) when it may
     run, already terminal when it may not. Dispatching is the caller's next step.
     ``unavailable``: tools taken away for now (an agent's limits), name → reason."""
+    checked = toolcall_check(
+        request=request,
+        ctx=ctx,
+        turn_id=turn_id,
+        message_id=message_id,
+        allowed_tools=allowed_tools,
+        unavailable=unavailable,
+    )
+    return toolcall_store(checked, limits=limits, unavailable=unavailable)
+
+
+def toolcall_check(
+    *,
+    request: CallRequest,
+    ctx: BindContext,
+    turn_id: int | None = None,
+    message_id: int | None = None,
+    allowed_tools: Iterable[str] | None = None,
+    unavailable: Mapping[str, str] | None = None,
+) -> CheckedCall:
+    """The steps of binding that read nothing but the configuration and write nothing: the
+    tool, its arguments, their schema and policy. A caller that binds inside a transaction
+    runs these first, outside it (on SQLite a write transaction holds every other writer of
+    the process back), then ``toolcall_store`` inside."""
     raw_text = (
         request.arguments
         if isinstance(request.arguments, str)
@@ -250,29 +289,41 @@ def toolcall_bind(
             ) from None
         except ToolError as exc:
             raise _Refused(ToolCall.Status.FAILED, exc.message) from None
-        _check_limits(
-            tool=tool,
-            settings=settings,
-            limits=limits,
-            turn_id=turn_id,
-            conversation_id=ctx.conversation_id,
-            function_limit=state.calls_per_minute,
-        )
-        call.policy_verdict = "allowed"
-        call.latent = is_latent(tool)
-        if state.requires_approval:
-            call.status = ToolCall.Status.AWAITING_APPROVAL
-        else:
-            call.status = ToolCall.Status.QUEUED
     except _Refused as refused:
-        call.status = refused.status
-        call.error = refused.error
-        call.policy_verdict = refused.verdict
-        if refused.verdict:
-            call.policy_reason = refused.error
-        call.result = {"success": False, "error": refused.error}
-        call.finished_at = timezone.now()
-        call.duration_ms = 0
+        _refuse(call, refused)
+        return CheckedCall(call)
+    call.policy_verdict = "allowed"
+    call.latent = is_latent(tool)
+    if state.requires_approval:
+        call.status = ToolCall.Status.AWAITING_APPROVAL
+    else:
+        call.status = ToolCall.Status.QUEUED
+    return CheckedCall(call, tool, settings, state.calls_per_minute)
+
+
+def toolcall_store(
+    checked: CheckedCall,
+    *,
+    limits: CallLimits | None = None,
+    unavailable: Mapping[str, str] | None = None,
+) -> ToolCall:
+    """Check a checked call's limits (they count stored calls, so in the same transaction as
+    the INSERT when there is one) and store it. ``unavailable``: as now, if calls stored
+    since the check took tools away (a clarification in the same round takes the next)."""
+    call = checked.call
+    if checked.tool is not None and checked.settings is not None:
+        try:
+            _check_available(call.tool, unavailable)
+            _check_limits(
+                tool=checked.tool,
+                settings=checked.settings,
+                limits=limits,
+                turn_id=call.turn_id,
+                conversation_id=call.conversation_id,
+                function_limit=checked.function_limit,
+            )
+        except _Refused as refused:
+            _refuse(call, refused)
     call.save()
     if call.status != ToolCall.Status.QUEUED:
         # Refused or waiting for a person: recorded now. A queued call is recorded when it
@@ -280,6 +331,18 @@ def toolcall_bind(
         # instead of two on the hot path.
         audit_call(call, new=True)
     return call
+
+
+def _refuse(call: ToolCall, refused: _Refused) -> None:
+    call.status = refused.status
+    call.latent = False
+    call.error = refused.error
+    call.policy_verdict = refused.verdict
+    if refused.verdict:
+        call.policy_reason = refused.error
+    call.result = {"success": False, "error": refused.error}
+    call.finished_at = timezone.now()
+    call.duration_ms = 0
 
 
 def toolcall_dispatch(call: ToolCall) -> None:
