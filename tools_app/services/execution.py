@@ -302,7 +302,7 @@ def _finish_current(
         f"AND {_column(meta, 'version')} = %s"
     )
     params += [call.pk, *allowed, call.version]
-    if audit_open or connection.vendor != "postgresql":
+    if audit_open:  # a call that waited for approval: its record is completed, not opened
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(update, params)
             if not cursor.rowcount:
@@ -310,13 +310,22 @@ def _finish_current(
             done = copy.copy(call)
             for name, value in fields.items():
                 setattr(done, name, value)
-            audit_call(done, new=not audit_open)
+            audit_call(done)
         return True
     table, values, audit_params = audit_call_insert(call, fields)
-    sql = f"WITH done AS ({update} RETURNING 1) INSERT INTO {table} SELECT {values} FROM done"  # noqa: S608
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, *audit_params])
-        return bool(cursor.rowcount)
+    if connection.vendor == "postgresql":
+        sql = f"WITH done AS ({update} RETURNING 1) INSERT INTO {table} SELECT {values} FROM done"  # noqa: S608
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [*params, *audit_params])
+            return bool(cursor.rowcount)
+    # Both statements built before the transaction: on SQLite it holds the process's writers.
+    insert = f"INSERT INTO {table} VALUES ({values})"  # noqa: S608
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(update, params)
+        if not cursor.rowcount:
+            return False
+        cursor.execute(insert, audit_params)
+    return True
 
 
 def toolcall_cancel(call: ToolCall, *, reason: str = "cancelled by the user") -> None:
