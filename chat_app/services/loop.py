@@ -52,6 +52,7 @@ from chat_app.services.providers import (
 from chat_app.services.retry import RetryNotice, RetryPolicy, call_with_retries
 from chat_app.services.sgr import RoundState
 from chat_app.services.turns import turn_advance, turn_finish
+from controlcenter.db import rows
 from tools_app import selectors
 from tools_app.events import toolcall_publish
 from tools_app.platform.prompt import platform_prompt
@@ -194,13 +195,14 @@ def _round_prepare(turn_id: int, *, runner: str, clients: ClientCache | None) ->
         turn_finish(turn, status=Turn.Status.FAILED, error="no LLM provider", notice=NO_PROVIDER)
         return None
     native = provider.uses_native_tools()
-    message = Message.objects.create(
+    message = Message(
         conversation_id=turn.conversation_id,
         turn=turn,
         role=Message.Role.ASSISTANT,
         state=Message.State.STREAMING,
         fallback=not native,
     )
+    rows.insert(message)
     # Not waiting for it: the model's request goes out now; its tokens queue behind it.
     message_publish(message, calls=[], wait=False)
     plan = RoundPlan(

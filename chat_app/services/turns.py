@@ -24,6 +24,7 @@ from chat_app.services.agents import agent_for_conversation
 from chat_app.services.slash import slash_run
 from chat_app.signals import turn_finished
 from controlcenter.celery import app as celery_app
+from controlcenter.db import rows
 from tools_app.models import ToolCall
 from tools_app.services.execution import toolcall_cancel
 
@@ -109,22 +110,21 @@ def turn_start(
             turn_advance(slashed.pk)
         return slashed
     agent = agent_for_conversation(conversation)
+    turn = Turn(
+        conversation=conversation,
+        user_id=user_id,
+        kind=Turn.Kind.CHAT,
+        max_rounds=max_rounds or agent.max_rounds or settings.AGENT_MAX_ROUNDS,
+        model=model,
+        heartbeat_at=timezone.now(),  # queued at
+    )
+    message = Message(
+        conversation=conversation, role=Message.Role.USER, content=text, origin=origin
+    )
     with transaction.atomic():
-        turn = Turn.objects.create(
-            conversation=conversation,
-            user_id=user_id,
-            kind=Turn.Kind.CHAT,
-            max_rounds=max_rounds or agent.max_rounds or settings.AGENT_MAX_ROUNDS,
-            model=model,
-            heartbeat_at=timezone.now(),  # queued at
-        )
-        message = Message.objects.create(
-            conversation=conversation,
-            turn=turn,
-            role=Message.Role.USER,
-            content=text,
-            origin=origin,
-        )
+        rows.insert(turn)
+        message.turn = turn
+        rows.insert(message)
         titled = conversation_touch(conversation, first_text=text)
         _queue_round(turn.pk)
     message_publish(message, calls=[])

@@ -8,8 +8,8 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import connection
-from django.db.models import Model
 
+from controlcenter.db import rows
 from tools_app.models import AuditRecord, ToolCall
 
 RESULT_CAP = 16_000  # characters of JSON kept per result
@@ -79,77 +79,52 @@ def audit_call(call: ToolCall, *, new: bool = False) -> None:
         return
     table, values, params = audit_call_insert(call)
     with connection.cursor() as cursor:
-        cursor.execute(f"INSERT INTO {table} VALUES ({values})", params)  # noqa: S608 (see above)
-
-
-# vendor → (the table and its columns, the values as SQL, the fields they are made of)
-_INSERT_PARTS: dict[str, tuple[str, str, list[Any]]] = {}
-# Copied from other tables inside the INSERT itself: the record keeps the username and the
-# conversation title as they are now (it outlives both) and costs no query of its own.
-_COPIED = {"username": "username", "conversation_title": "title"}
+        cursor.execute(f"INSERT INTO {table} VALUES ({values})", params)  # noqa: S608 - our own names
 
 
 def audit_call_insert(
     call: ToolCall, changes: dict[str, Any] | None = None
 ) -> tuple[str, str, list[Any]]:
     """The call's new record as parts of an ``INSERT``: ``table (columns)``, the values (SQL,
-    with placeholders) and their parameters. Written out, with the SQL built once per database:
-    the ORM's ``create()`` took longer to build the statement than the database took to run it,
-    and a finish needs the values inside its own statement (``toolcall_finish``)."""
-    parts = _INSERT_PARTS.get(connection.vendor)
-    if parts is None:
-        parts = _INSERT_PARTS[connection.vendor] = _insert_parts()
-    table, values, fields = parts
+    with placeholders) and their parameters (``controlcenter.db.rows``): a finish needs them
+    inside its own statement (``toolcall_finish``). The username and the conversation title
+    are copied by subselects inside the INSERT, as they are now: the record outlives both, and
+    costs no query of its own."""
+    shape = rows.insert_shape(AuditRecord, computed=_computed, name="call record")
     record = AuditRecord(
         kind=AuditRecord.Kind.CALL,
         tool_call_id=call.pk,
         user_id=call.user_id,
         **_call_fields(call, changes),
     )
-    params = []
-    for field in fields:
-        if field.name == "username":
-            params.append(call.user_id)
-        elif field.name == "conversation_title":
-            params.append(call.conversation_id)
-        else:
-            params.append(field.get_db_prep_save(field.pre_save(record, True), connection))
-    return table, values, params
+    copied = {"username": call.user_id, "conversation_title": call.conversation_id}
+    return shape.target, shape.values, rows.insert_params(shape, record, copied)
 
 
-def _insert_parts() -> tuple[str, str, list[Any]]:
+def _computed() -> dict[str, str]:
     from chat_app.models import Conversation
 
     qn = connection.ops.quote_name
-    sources: dict[str, type[Model]] = {
-        "username": get_user_model(),
-        "conversation_title": Conversation,
-    }
-    meta = AuditRecord._meta
-    columns, values, fields = [], [], []
-    for field in meta.concrete_fields:
-        if field.primary_key:
-            continue
-        columns.append(qn(str(field.column)))
-        fields.append(field)
-        source = sources.get(field.name)
-        if source is None:
-            values.append(_typed(field))
-            continue
-        key = qn(str(source._meta.pk.column if source._meta.pk else "id"))
+    sql = {}
+    for name, model, column in (
+        ("username", get_user_model(), "username"),
+        ("conversation_title", Conversation, "title"),
+    ):
+        key = qn(str(model._meta.pk.column if model._meta.pk else "id"))
         # Our own table and column names; the only value is a parameter.
-        row = f"SELECT {qn(_COPIED[field.name])} FROM {qn(source._meta.db_table)} WHERE {key} = %s"  # noqa: S608
-        values.append(f"COALESCE(({row}), '')")
-    return f"{qn(meta.db_table)} ({', '.join(columns)})", ", ".join(values), fields
-
-
-def _typed(field: Any) -> str:
-    """A value's placeholder. In a finish's ``INSERT … SELECT`` PostgreSQL takes a bare
-    parameter for text, so the others are cast to their column's type (a cast to text would
-    not check a column's length, and SQLite's casts change values: neither gets one)."""
-    if connection.vendor != "postgresql" or field.get_internal_type() in ("CharField", "TextField"):
-        return "%s"
-    return f"CAST(%s AS {field.cast_db_type(connection)})"
+        row = f"SELECT {qn(column)} FROM {qn(model._meta.db_table)} WHERE {key} = %s"  # noqa: S608
+        sql[name] = f"COALESCE(({row}), '')"
+    if connection.vendor == "postgresql":
+        # In a finish's ``INSERT … SELECT`` PostgreSQL takes a bare parameter for text, so the
+        # others are cast to their column's type (a cast to text would not check a column's
+        # length, and SQLite's casts change values: neither gets one).
+        for field in AuditRecord._meta.concrete_fields:
+            if field.name not in sql and field.get_internal_type() not in (
+                "CharField",
+                "TextField",
+            ):
+                sql[field.name] = f"CAST(%s AS {field.cast_db_type(connection)})"
+    return sql
 
 
 def audit_approval(

@@ -21,6 +21,7 @@ from django.utils import timezone
 from pydantic import ValidationError
 
 from controlcenter.celery import app as celery_app
+from controlcenter.db import rows
 from tools_app import selectors
 from tools_app.errors import PolicyDenied, ToolError
 from tools_app.imported import imported_sync
@@ -324,7 +325,7 @@ def toolcall_store(
             )
         except _Refused as refused:
             _refuse(call, refused)
-    call.save()
+    rows.insert(call)
     if call.status != ToolCall.Status.QUEUED:
         # Refused or waiting for a person: recorded now. A queued call is recorded when it
         # finishes (every call finishes: run, cancelled, or failed by the reaper), one write
