@@ -70,7 +70,8 @@ def insert(instance: Model) -> None:
     """``instance.save()`` of a new row (its primary key left to the database): one
     ``INSERT … RETURNING`` its key, which the instance is given, as ``save()`` would."""
     meta = type(instance)._meta
-    assert meta.pk is not None and instance.pk is None, "insert() writes new rows"
+    if meta.pk is None or instance.pk is not None:
+        raise ValueError(f"insert() writes new rows; this {meta.label} has a key already")
     shape = insert_shape(type(instance))
     pk = connection.ops.quote_name(str(meta.pk.column))
     sql = f"INSERT INTO {shape.target} VALUES ({shape.values}) RETURNING {pk}"  # noqa: S608

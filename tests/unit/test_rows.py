@@ -57,5 +57,5 @@ def test_an_insert_stores_what_save_stores(conversation: Any) -> None:
 
 
 def test_insert_refuses_a_row_that_has_a_key(conversation: Any) -> None:
-    with pytest.raises(AssertionError):
+    with pytest.raises(ValueError, match="new rows"):
         rows.insert(conversation)
