@@ -69,15 +69,16 @@ def _call_fields(call: ToolCall, changes: dict[str, Any] | None = None) -> dict[
     }
 
 
-def audit_call(call: ToolCall, *, new: bool = False) -> None:
-    """Open (``new``) or complete the record of ``call`` (one record per call)."""
+def audit_call(call: ToolCall, *, new: bool = False, changes: dict[str, Any] | None = None) -> None:
+    """Open (``new``) or complete the record of ``call`` (one record per call); ``changes``:
+    field values the call is being given in the same transaction."""
     if not new and (
         AuditRecord.objects.filter(kind=AuditRecord.Kind.CALL, tool_call=call).update(
-            **_call_fields(call)
+            **_call_fields(call, changes)
         )
     ):
         return
-    table, values, params = audit_call_insert(call)
+    table, values, params = audit_call_insert(call, changes)
     with connection.cursor() as cursor:
         cursor.execute(f"INSERT INTO {table} VALUES ({values})", params)  # noqa: S608 - our own names
 

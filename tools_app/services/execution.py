@@ -8,7 +8,6 @@ detected (``toolcall_reap_lost``).
 
 from __future__ import annotations
 
-import copy
 import logging
 import socket
 import threading
@@ -307,10 +306,7 @@ def _finish_current(
             cursor.execute(update, params)
             if not cursor.rowcount:
                 return False
-            done = copy.copy(call)
-            for name, value in fields.items():
-                setattr(done, name, value)
-            audit_call(done)
+            audit_call(call, changes=fields)
         return True
     table, values, audit_params = audit_call_insert(call, fields)
     if connection.vendor == "postgresql":
