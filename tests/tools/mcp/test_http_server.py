@@ -249,3 +249,54 @@ def test_a_hung_server_times_out_and_is_marked_down(server: Any, user: Any) -> N
 
     wait_for(down, timeout=15, message="the hung server to be marked down")
     assert "stopped answering" in source.last_error
+
+
+def test_a_sessions_up_report_does_not_end_a_refresh_before_its_tools_are_stored(
+    mcp_http: tuple[str, Observed], transactional_db: None, staff_user: Any, monkeypatch: Any
+) -> None:
+    """The Tools Manager polls a group while its source reads "refreshing" and stops at the
+    first other state: the session's own "up" (written from a pool thread when it connects)
+    must not land before the refresh has stored the tools."""
+    from tools_app.executors.mcp import services
+    from tools_app.models import ToolSource
+
+    source = mcp_server_add(name="racy", url=mcp_http[0], allow_private=True, user=staff_user)
+    seen: list[str] = []
+    store = services.source_functions_set
+
+    def store_after_the_report(src: ToolSource, functions: list[dict[str, Any]]) -> bool:
+        deadline = time.monotonic() + 1.5  # the report runs on a pool thread: give it time
+        while time.monotonic() < deadline:
+            state = ToolSource.objects.get(pk=src.pk).state
+            if state != "refreshing":
+                break
+            time.sleep(0.05)
+        seen.append(state)
+        return store(src, functions)
+
+    monkeypatch.setattr(services, "source_functions_set", store_after_the_report)
+    mcp_refresh(source)
+    source.refresh_from_db()
+    assert seen == ["refreshing"]
+    assert source.state == "up" and source.tool_count == 6
+
+
+def test_a_refresh_that_died_long_ago_gives_way_to_a_sessions_report(
+    mcp_http: tuple[str, Observed], transactional_db: None
+) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from tools_app.executors.mcp.services import REFRESH_LONGEST, mcp_state_record
+    from tools_app.models import ToolSource
+
+    source = mcp_server_add(name="elsewhere", url=mcp_http[0], allow_private=True)
+    ToolSource.objects.filter(pk=source.pk).update(state="refreshing", state_at=timezone.now())
+    mcp_state_record("elsewhere", "up", "")
+    assert ToolSource.objects.get(pk=source.pk).state == "refreshing"
+    stale = timezone.now() - REFRESH_LONGEST - timedelta(seconds=1)
+    ToolSource.objects.filter(pk=source.pk).update(state_at=stale)
+    mcp_state_record("elsewhere", "down", "connection refused")
+    source.refresh_from_db()
+    assert source.state == "down" and source.last_error == "connection refused"

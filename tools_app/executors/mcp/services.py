@@ -6,12 +6,15 @@ import logging
 import shlex
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from django.utils import timezone
+
 from tools_app.executors.mcp.launch import ServerSpec, servers_venv
 from tools_app.executors.mcp.runtime import McpRuntime, describe, runtime
-from tools_app.executors.mcp.settings import McpSettings
+from tools_app.executors.mcp.settings import STARTUP_TIMEOUT_MAX, McpSettings
 from tools_app.models import ToolGroupConfig, ToolSource
 from tools_app.runtime import workspace_dir_for
 from tools_app.services.sources import (
@@ -26,6 +29,11 @@ from tools_app.services.sources import (
 logger = logging.getLogger(__name__)
 
 TRANSPORTS = ("stdio", "http", "sse")
+
+# The longest a refresh can run: the largest startup timeout an admin may set, plus the time
+# tools/list gets after it (mcp_discover), plus a margin. A "refreshing" state older than this
+# was left by a refresh that died.
+REFRESH_LONGEST = timedelta(seconds=STARTUP_TIMEOUT_MAX + 30 + 30)
 
 
 def _settings(source: ToolSource) -> McpSettings:
@@ -116,7 +124,17 @@ def mcp_refresh(source: ToolSource) -> list[str]:
 
 
 def mcp_state_record(name: str, state: str, error: str) -> None:
-    source = ToolSource.objects.filter(name=name, kind=ToolSource.Kind.MCP).first()
+    """A session's report (connected, lost). A running refresh owns the state until it ends:
+    the Tools Manager polls while it reads "refreshing", and an "up" written when the session
+    connects, before the tools are stored, would stop that poll on a group with no tools."""
+    source = (
+        ToolSource.objects.filter(name=name, kind=ToolSource.Kind.MCP)
+        .exclude(
+            state=ToolSource.State.REFRESHING,
+            state_at__gt=timezone.now() - REFRESH_LONGEST,
+        )
+        .first()
+    )
     if source is not None:
         source_state_set(source, state, error)
 

@@ -7,6 +7,8 @@ from pydantic import Field, field_validator
 from tools_app.executors.sandboxing import SandboxedSettings
 from tools_app.registry import ToolGroup
 
+STARTUP_TIMEOUT_MAX = 600  # seconds; also bounds how long a refresh may run (services)
+
 
 class McpSettings(SandboxedSettings):
     timeout_seconds: int = Field(60, ge=1, le=3600, description="Longest a call may run (s).")
@@ -28,7 +30,10 @@ class McpSettings(SandboxedSettings):
         "guard, one per line.",
     )
     startup_timeout_seconds: int = Field(
-        60, ge=1, le=600, description="Longest a server may take to start and answer (s)."
+        60,
+        ge=1,
+        le=STARTUP_TIMEOUT_MAX,
+        description="Longest a server may take to start and answer (s).",
     )
     idle_shutdown_seconds: int = Field(
         600, ge=0, le=86_400, description="Stop a worker's session after this idle time (0: never)."
