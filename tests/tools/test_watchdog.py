@@ -127,9 +127,22 @@ def test_a_call_that_ends_at_once_goes_from_queued_straight_to_its_result(
     assert statuses == ["succeeded"]
 
 
-def test_the_running_card_comes_once_the_call_has_run_a_moment(conversation: Any) -> None:
+def test_the_running_card_comes_once_the_call_has_run_a_moment(
+    conversation: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tools_app.services import execution
+
     started: list[float] = []
+    announce_at: list[float] = []
     release = threading.Event()
+    watch_call = execution.watch_call
+
+    def watched(*args: Any) -> watchdog.Watch:
+        watch = watch_call(*args)
+        announce_at.append(watch.announce_at)
+        return watch
+
+    monkeypatch.setattr(execution, "watch_call", watched)
 
     def slow(args: Any, ctx: ActivityContext) -> dict[str, Any]:
         started.append(time.monotonic())
@@ -144,9 +157,11 @@ def test_the_running_card_comes_once_the_call_has_run_a_moment(conversation: Any
         time.sleep(0.2)
     timed = [(t, e["status"]) for t, e in tap.timed("toolcall") if e["id"] == call.pk]
     assert [status for _, status in timed] == ["running", "succeeded"]
-    shown_after = timed[0][0] - started[0]
-    # Not before ANNOUNCE_SECONDS, and about then (the watcher wakes for it).
-    assert watchdog.ANNOUNCE_SECONDS <= shown_after < watchdog.ANNOUNCE_SECONDS + 1.0
+    shown_at = timed[0][0]
+    # Not before ANNOUNCE_SECONDS from the watch's start (the call starts a moment after the
+    # watch does), and about then (the watcher wakes for it); the call was running by then.
+    assert started[0] < shown_at
+    assert announce_at[0] <= shown_at < announce_at[0] + 1.0
 
 
 def cooperative(seconds: float) -> Activity:
