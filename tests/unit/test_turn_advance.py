@@ -1,0 +1,100 @@
+"""``turn_advance``'s one-statement fast path (a chat turn whose calls have all finished goes
+back to the model) decides as the state machine does, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.utils import timezone
+
+from chat_app.models import Turn
+from chat_app.services import sgr, turns
+from tools_app.models import ToolCall
+
+pytestmark = pytest.mark.modes
+
+
+@pytest.fixture
+def queued(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    rounds: list[int] = []
+    monkeypatch.setattr(turns, "_queue_round", rounds.append)
+    return rounds
+
+
+def tools_turn(conversation: Any, **fields: Any) -> Turn:
+    return Turn.objects.create(
+        conversation=conversation,
+        user_id=conversation.owner_id,
+        phase=Turn.Phase.TOOLS,
+        heartbeat_at=timezone.now() - timezone.timedelta(minutes=5),
+        requeued=2,
+        **fields,
+    )
+
+
+def call(turn: Turn, status: str, tool: str = "current_time") -> ToolCall:
+    return ToolCall.objects.create(
+        conversation_id=turn.conversation_id,
+        user_id=turn.user_id,
+        turn=turn,
+        tool=tool,
+        arguments={},
+        status=status,
+    )
+
+
+def test_a_turn_whose_calls_all_ended_goes_back_to_the_model(
+    conversation: Any, queued: list[int]
+) -> None:
+    turn = tools_turn(conversation)
+    call(turn, ToolCall.Status.SUCCEEDED)
+    call(turn, ToolCall.Status.FAILED)
+    call(turn, ToolCall.Status.DENIED)
+    before = timezone.now()
+    turns.turn_advance(turn.pk)
+    turn.refresh_from_db()
+    assert queued == [turn.pk]
+    assert (turn.phase, turn.status, turn.requeued) == ("model", "running", 0)
+    assert turn.heartbeat_at is not None and turn.heartbeat_at >= before.replace(microsecond=0)
+
+
+@pytest.mark.parametrize(
+    ("fields", "status", "tool"),
+    [
+        ({}, ToolCall.Status.RUNNING, "current_time"),  # a call is still running
+        ({}, ToolCall.Status.QUEUED, "current_time"),
+        ({"status": Turn.Status.SUCCEEDED}, ToolCall.Status.SUCCEEDED, "current_time"),
+        ({"kind": Turn.Kind.SLASH}, ToolCall.Status.SUCCEEDED, "current_time"),
+        ({"cancel_requested": True}, ToolCall.Status.SUCCEEDED, "current_time"),
+    ],
+)
+def test_a_turn_that_must_not_go_back_stays(
+    conversation: Any, queued: list[int], fields: dict[str, Any], status: str, tool: str
+) -> None:
+    turn = tools_turn(conversation, **fields)
+    call(turn, status, tool)
+    assert not turns._back_to_model(turn.pk)
+    turn.refresh_from_db()
+    assert turn.phase == "tools" and turn.requeued == 2
+
+
+def test_a_successful_final_answer_ends_the_turn_instead(
+    conversation: Any, queued: list[int]
+) -> None:
+    turn = tools_turn(conversation)
+    call(turn, ToolCall.Status.SUCCEEDED, sgr.FINAL_ANSWER)
+    assert not turns._back_to_model(turn.pk)
+    failed = tools_turn(conversation)
+    call(failed, ToolCall.Status.FAILED, sgr.FINAL_ANSWER)  # a failed one does not count
+    assert turns._back_to_model(failed.pk)
+
+
+def test_another_turns_running_call_does_not_hold_this_one(
+    conversation: Any, queued: list[int]
+) -> None:
+    turn, other = tools_turn(conversation), tools_turn(conversation)
+    call(turn, ToolCall.Status.SUCCEEDED)
+    call(other, ToolCall.Status.RUNNING)
+    assert turns._back_to_model(turn.pk)
+    assert not turns._back_to_model(other.pk)
