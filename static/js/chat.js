@@ -77,12 +77,6 @@ function refreshSchedulesAfter(card) {
   }
 }
 
-function refreshSchedulesOnOrigin(event) {
-  if (event.role === "user" && event.html.includes("origin-schedule")) {
-    document.body.dispatchEvent(new Event("schedules-changed"));
-  }
-}
-
 const handlers = {
   snapshot(event) {
     messages.innerHTML = event.html;
@@ -91,7 +85,6 @@ const handlers = {
     messages.scrollTop = messages.scrollHeight;
   },
   message(event) {
-    refreshSchedulesOnOrigin(event);
     keepScrolled(() => {
       messages.querySelector(".empty-state")?.remove();
       const incoming = fragment(event.html);
@@ -138,9 +131,11 @@ const handlers = {
     setRunning(event.running, event.phase === "clarify");
     const panel = planArea.querySelector(".plan-panel");
     if (event.running && panel && panel.dataset.turnId !== String(event.id)) planArea.replaceChildren();
-    // A scheduled turn in this conversation ended: the sidebar shows how.
-    const last = document.querySelector(`#schedule-list .schedule-last[href="/c/${conversationId}/"]`);
-    if (!event.running && last) document.body.dispatchEvent(new Event("schedules-changed"));
+    // A scheduled turn in this conversation ended: the sidebar shows how. Any schedule that
+    // points here counts (its "last" link may still be on its way when a quick turn ends).
+    const here = `#schedule-list a[href="/c/${conversationId}/"]`;
+    const scheduled = document.querySelector(here) || messages.querySelector(".message.origin-schedule");
+    if (!event.running && scheduled) document.body.dispatchEvent(new Event("schedules-changed"));
   },
   conversation(event) {
     // The first message names the conversation: the sidebar and the tab follow live.
