@@ -229,41 +229,30 @@ def turn_advance(turn_id: int) -> None:
         _queue_round(turn.pk)
 
 
-# The common case of turn_advance in one statement: a chat turn, not stopped, whose calls have
-# all finished and did not include a successful final_answer, goes back to the model. Written
-# out once per database: the ORM building its two correlated subqueries (Exists, OuterRef) cost
-# several times what the database takes to run it, once for every tool call that finishes.
-_BACK_TO_MODEL: dict[str, str] = {}
-
-
-def _back_to_model_sql() -> str:
-    sql = _BACK_TO_MODEL.get(connection.vendor)
-    if sql is None:
-        qn = connection.ops.quote_name
-        turn = {f.name: qn(str(f.column)) for f in Turn._meta.concrete_fields}
-        call = {f.name: qn(str(f.column)) for f in ToolCall._meta.concrete_fields}
-        table, calls = qn(Turn._meta.db_table), qn(ToolCall._meta.db_table)
-        of_turn = f"c.{call['turn']} = {table}.{turn['id']}"
-        terminal = ", ".join(["%s"] * len(ToolCall.TERMINAL))
-        sql = (
-            f"UPDATE {table} SET {turn['phase']} = %s, {turn['heartbeat_at']} = %s, "  # noqa: S608
-            f"{turn['requeued']} = 0 "
-            f"WHERE {turn['id']} = %s AND {turn['status']} = %s AND {turn['phase']} = %s "
-            f"AND {turn['kind']} = %s AND {turn['cancel_requested']} = %s "
-            f"AND NOT EXISTS (SELECT 1 FROM {calls} c WHERE {of_turn} "
-            f"AND c.{call['status']} NOT IN ({terminal})) "
-            f"AND NOT EXISTS (SELECT 1 FROM {calls} c WHERE {of_turn} "
-            f"AND c.{call['tool']} = %s AND c.{call['status']} = %s)"
-        )
-        _BACK_TO_MODEL[connection.vendor] = sql
-    return sql
-
-
 def _back_to_model(turn_id: int) -> bool:
-    heartbeat = Turn._meta.get_field("heartbeat_at").get_db_prep_save(timezone.now(), connection)
+    """The common case of turn_advance in one statement: a chat turn, not stopped, whose calls
+    have all finished and did not include a successful final_answer, goes back to the model.
+    Written out: the ORM building its two correlated subqueries (Exists, OuterRef) cost several
+    times what the database takes to run it, once for every tool call that finishes."""
+    qn, col = connection.ops.quote_name, rows.column
+    turn, call = Turn._meta, ToolCall._meta
+    table, calls = qn(turn.db_table), qn(call.db_table)
+    of_turn = f"c.{col(call, 'turn')} = {table}.{col(turn, 'id')}"
+    terminal = ", ".join(["%s"] * len(ToolCall.TERMINAL))
+    sql = (  # our own table and column names; every value is a parameter
+        f"UPDATE {table} SET {col(turn, 'phase')} = %s, "  # noqa: S608
+        f"{col(turn, 'heartbeat_at')} = %s, {col(turn, 'requeued')} = 0 "
+        f"WHERE {col(turn, 'id')} = %s AND {col(turn, 'status')} = %s "
+        f"AND {col(turn, 'phase')} = %s AND {col(turn, 'kind')} = %s "
+        f"AND {col(turn, 'cancel_requested')} = %s "
+        f"AND NOT EXISTS (SELECT 1 FROM {calls} c WHERE {of_turn} "
+        f"AND c.{col(call, 'status')} NOT IN ({terminal})) "
+        f"AND NOT EXISTS (SELECT 1 FROM {calls} c WHERE {of_turn} "
+        f"AND c.{col(call, 'tool')} = %s AND c.{col(call, 'status')} = %s)"
+    )
     params = [
         Turn.Phase.MODEL.value,
-        heartbeat,
+        rows.db_value(Turn, "heartbeat_at", timezone.now()),
         turn_id,
         Turn.Status.RUNNING.value,
         Turn.Phase.TOOLS.value,
@@ -274,14 +263,14 @@ def _back_to_model(turn_id: int) -> bool:
         ToolCall.Status.SUCCEEDED.value,
     ]
     with connection.cursor() as cursor:
-        cursor.execute(_back_to_model_sql(), params)
+        cursor.execute(sql, params)
         return cursor.rowcount > 0
 
 
 def _owned_conversation(user: Any, conversation_id: int) -> Conversation:
     # Unordered: every message sent runs this, and an ORDER BY costs Django more than the query.
-    rows = Conversation.objects.filter(pk=conversation_id, owner=user).order_by()[:1]
-    conversation = next(iter(rows), None)
+    found = Conversation.objects.filter(pk=conversation_id, owner=user).order_by()[:1]
+    conversation = next(iter(found), None)
     if conversation is None:
         raise TurnError("conversation not found")
     return conversation

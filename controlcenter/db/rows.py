@@ -1,4 +1,5 @@
-"""INSERTs on the hot path, written out.
+"""Statements on the hot path, written out: INSERTs, and the helpers other hand-written
+statements (the claim and finish of a call, a turn moving on) build theirs with.
 
 Every turn creates a few rows (its turn, its messages, its tool calls and their audit
 records), and under load the ORM building each INSERT cost more than the database took to run
@@ -16,6 +17,7 @@ from typing import Any
 
 from django.db import connection
 from django.db.models import Field, Model
+from django.db.models.options import Options
 
 
 @dataclass(frozen=True)
@@ -81,3 +83,20 @@ def insert(instance: Model) -> None:
     instance.pk = meta.pk.to_python(row[0])
     instance._state.adding = False
     instance._state.db = connection.alias
+
+
+def _field(meta: Options[Any], name: str) -> Field[Any, Any]:
+    field = meta.get_field(name)
+    if not isinstance(field, Field):
+        raise ValueError(f"{meta.label}.{name} is not a concrete field")
+    return field
+
+
+def column(meta: Options[Any], name: str) -> str:
+    """A field's column, quoted, for a statement written out by hand."""
+    return str(connection.ops.quote_name(str(_field(meta, name).column)))
+
+
+def db_value(model: type[Model], name: str, python_value: Any) -> Any:
+    """A field's value as a statement parameter, as the ORM would send it."""
+    return _field(model._meta, name).get_db_prep_save(python_value, connection)

@@ -16,10 +16,11 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings as django_settings
-from django.db import connection, models, transaction
+from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from controlcenter.db import rows
 from tools_app import selectors
 from tools_app.errors import PolicyDenied, ToolCancelled, ToolError, ToolTimeout
 from tools_app.events import toolcall_publish
@@ -50,18 +51,6 @@ def _worker_name() -> str:
     return f"{socket.gethostname()}:{threading.current_thread().name}"
 
 
-def _column(model_meta: Any, name: str) -> str:
-    """A field's column, quoted: for the statements below, written out by hand."""
-    return str(connection.ops.quote_name(model_meta.get_field(name).column))
-
-
-def _param(name: str, python_value: Any) -> Any:
-    """A ToolCall field's value as a statement parameter, as the ORM would send it."""
-    field = ToolCall._meta.get_field(name)
-    assert isinstance(field, models.Field)
-    return field.get_db_prep_save(python_value, connection)
-
-
 def _claim(tool_call_id: int) -> ToolCall | None:
     """``queued → running`` if the call is still queued, in one statement that also returns
     the claimed row, whether the call's audit record is open already (it is when the call
@@ -70,7 +59,7 @@ def _claim(tool_call_id: int) -> ToolCall | None:
     qn = connection.ops.quote_name
     meta = ToolCall._meta
     audit, version = AuditRecord._meta, ToolConfigVersion._meta
-    col = _column
+    col = rows.column
     now = timezone.now()
     v = col(meta, "version")
     sql = (  # our own table and column names; every value is a parameter
@@ -85,8 +74,8 @@ def _claim(tool_call_id: int) -> ToolCall | None:
     )
     params = [
         ToolCall.Status.RUNNING.value,
-        _param("started_at", now),
-        _param("heartbeat_at", now),
+        rows.db_value(ToolCall, "started_at", now),
+        rows.db_value(ToolCall, "heartbeat_at", now),
         _worker_name(),
         tool_call_id,
         ToolCall.Status.QUEUED.value,
@@ -267,8 +256,8 @@ def toolcall_finish(
             setattr(call, name, value)
     else:
         with transaction.atomic():
-            rows = ToolCall.objects.filter(pk=call.pk, status__in=allowed)
-            if not rows.update(**fields):
+            matching = ToolCall.objects.filter(pk=call.pk, status__in=allowed)
+            if not matching.update(**fields):
                 return False
             call.refresh_from_db()
             audit_call(call, new=not audit_open)
@@ -292,13 +281,13 @@ def _finish_current(
     same statement (a data-modifying ``WITH``: one round trip, one commit); elsewhere both go
     in one transaction. Either way a call never ends without its record."""
     meta = ToolCall._meta
-    sets = [f"{_column(meta, name)} = %s" for name in fields]
-    params = [_param(name, value) for name, value in fields.items()]
+    sets = [f"{rows.column(meta, name)} = %s" for name in fields]
+    params = [rows.db_value(ToolCall, name, value) for name, value in fields.items()]
     update = (  # our own table and column names; every value is a parameter
         f"UPDATE {connection.ops.quote_name(meta.db_table)} SET {', '.join(sets)} "  # noqa: S608
-        f"WHERE {_column(meta, 'id')} = %s "
-        f"AND {_column(meta, 'status')} IN ({', '.join(['%s'] * len(allowed))}) "
-        f"AND {_column(meta, 'version')} = %s"
+        f"WHERE {rows.column(meta, 'id')} = %s "
+        f"AND {rows.column(meta, 'status')} IN ({', '.join(['%s'] * len(allowed))}) "
+        f"AND {rows.column(meta, 'version')} = %s"
     )
     params += [call.pk, *allowed, call.version]
     if audit_open:  # a call that waited for approval: its record is completed, not opened

@@ -30,10 +30,11 @@ logger = logging.getLogger(__name__)
 
 TRANSPORTS = ("stdio", "http", "sse")
 
-# The longest a refresh can run: the largest startup timeout an admin may set, plus the time
-# tools/list gets after it (mcp_discover), plus a margin. A "refreshing" state older than this
-# was left by a refresh that died.
-REFRESH_LONGEST = timedelta(seconds=STARTUP_TIMEOUT_MAX + 30 + 30)
+LIST_SECONDS = 30  # what tools/list gets on top of the server's startup timeout
+# The longest a refresh can run (the largest startup timeout an admin may set, plus
+# LIST_SECONDS), plus a margin: a "refreshing" state older than this was left by a refresh
+# that died.
+REFRESH_LONGEST = timedelta(seconds=STARTUP_TIMEOUT_MAX + LIST_SECONDS + 30)
 
 
 def _settings(source: ToolSource) -> McpSettings:
@@ -99,7 +100,8 @@ def mcp_discover(source: ToolSource) -> list[dict[str, Any]]:
     rt = mcp_runtime()
     rt.forget_backoff(source.name)  # an admin asking again deserves a real attempt
     tools = rt.run(
-        lambda: rt.list_tools(spec), timeout=float(spec.settings.startup_timeout_seconds + 30)
+        lambda: rt.list_tools(spec),
+        timeout=float(spec.settings.startup_timeout_seconds + LIST_SECONDS),
     )
     return [_function(t) for t in tools]
 
