@@ -21,7 +21,7 @@ from chat_app.models import Conversation, Message, Turn
 from chat_app.services import sgr
 from chat_app.services.agents import agent_for_conversation
 from chat_app.services.slash import slash_run
-from chat_app.signals import turn_finished
+from chat_app.signals import turn_finished, turn_stopping
 from controlcenter.celery import app as celery_app
 from controlcenter.db import rows
 from tools_app.models import ToolCall
@@ -189,6 +189,10 @@ def turn_stop(*, turn: Turn) -> None:
     sgr.clarification_stop(turn)  # sgr hook: withdraw a question waiting for an answer
     for call in turn.tool_calls.exclude(status__in=ToolCall.TERMINAL):
         toolcall_cancel(call)
+    # HOOK (platform tools): the subagents this turn started stop with it.
+    for receiver, result in turn_stopping.send_robust(sender=Turn, turn=turn):
+        if isinstance(result, Exception):
+            logger.error("turn %s: %r failed", turn.pk, receiver, exc_info=result)
     # A round that is queued but not yet streaming will never notice: finish it here.
     if Turn.objects.filter(pk=turn.pk, status=Turn.Status.RUNNING, phase=Turn.Phase.MODEL).exists():
         turn_finish(turn, status=Turn.Status.CANCELLED)

@@ -9,7 +9,13 @@ conversation (or ``inject_into``) as a message the model reads as input. A paren
 is still running sees it in its next round's history; a finished one, in the next turn.
 
 Depth: a conversation that is not a subagent's is depth 0; a subagent spawned from depth d is
-at d + 1, and the Subagents group's ``max_depth`` (at most 2) bounds it.
+at d + 1, and the Subagents group's ``max_depth`` (at most 2) bounds it. ``max_concurrent`` is
+checked in the transaction that creates the subagent, one spawn of a user at a time, so
+spawns racing each other cannot pass it together.
+
+Stop: Stop on a turn sends ``turn_stopping``; ``subagent_parent_stopping`` (connected in
+``tools_app.platform.apps``) stops the running subagents that turn started, and theirs stop in
+turn. A spawn that was still running when Stop came stops its helper as soon as it exists.
 """
 
 from __future__ import annotations
@@ -80,15 +86,9 @@ def subagent_spawn(
 ) -> Subagent:
     """Create the child conversation and queue its turn; returns at once."""
     from chat_app.models import Conversation, Message, Turn
-    from chat_app.services.turns import TurnError, turn_start
+    from chat_app.services.turns import TurnError, turn_start, turn_stop
     from tools_app.models import ToolCall
 
-    depth = limits_check(
-        user_id=user_id,
-        conversation_id=parent_conversation_id,
-        max_depth=max_depth,
-        max_concurrent=max_concurrent,
-    )
     parent = (
         Conversation.objects.filter(pk=parent_conversation_id).first()
         if parent_conversation_id is not None
@@ -100,6 +100,13 @@ def subagent_spawn(
         else None
     )
     with transaction.atomic():
+        _one_spawn_at_a_time(user_id)
+        depth = limits_check(
+            user_id=user_id,
+            conversation_id=parent_conversation_id,
+            max_depth=max_depth,
+            max_concurrent=max_concurrent,
+        )
         child = Conversation.objects.create(
             owner_id=user_id,
             title=f"Subagent: {spec.name}"[:200],
@@ -136,7 +143,22 @@ def subagent_spawn(
     # command refused at once) is delivered here, since the hook could not find it then.
     if turn is None or Turn.objects.filter(pk=turn.pk).exclude(status="running").exists():
         subagent_deliver(subagent.pk, turn_status=turn.status if turn else "failed")
+    elif (
+        parent_turn_id is not None
+        and Turn.objects.filter(pk=parent_turn_id, cancel_requested=True).exists()
+    ):
+        # Stop came while this call was running, before the helper existed.
+        turn_stop(turn=turn)
     return subagent
+
+
+def _one_spawn_at_a_time(user_id: int) -> None:
+    """Hold the user's other spawns until this transaction ends. PostgreSQL: the user's row,
+    ``FOR NO KEY UPDATE`` (rows that merely reference the user are not held up). SQLite:
+    nothing to do, its immediate transactions already take the writers one at a time."""
+    from django.contrib.auth import get_user_model
+
+    list(get_user_model().objects.select_for_update(no_key=True).filter(pk=user_id).only("pk"))
 
 
 def subagent_describe(subagent: Subagent) -> dict[str, Any]:
@@ -162,6 +184,16 @@ def subagent_turn_finished(sender: object, turn: Any, **kwargs: object) -> None:
     )
     if subagent_id is not None:
         subagent_deliver(subagent_id, turn_status=turn.status)
+
+
+def subagent_parent_stopping(sender: object, turn: Any, **kwargs: object) -> None:
+    """``turn_stopping`` receiver: the running subagents ``turn`` started stop with it."""
+    from chat_app.models import Turn
+    from chat_app.services.turns import turn_stop
+
+    started = Subagent.objects.filter(parent_turn_id=turn.pk, status=Subagent.Status.RUNNING)
+    for child in Turn.objects.filter(pk__in=started.values("turn_id"), status=Turn.Status.RUNNING):
+        turn_stop(turn=child)
 
 
 def subagent_deliver(subagent_id: int, *, turn_status: str) -> bool:

@@ -7,19 +7,22 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from typing import Any
 
 import pytest
 from django.template.loader import render_to_string
 
 from chat_app.models import Conversation, Message, Turn
-from chat_app.services.turns import turn_start
+from chat_app.services.turns import turn_start, turn_stop
 from tests.conftest import wait_turn
 from tests.helpers import wait_for
 from tests.llm_server import Call, Reply
 from tests.tools.calls import ok, run_tool
 from tests.tools.conftest import configure
+from tools_app.errors import PolicyDenied
 from tools_app.models import ToolCall
+from tools_app.platform import subagents
 from tools_app.platform.models import Subagent
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -166,6 +169,172 @@ def test_the_concurrency_limit_is_per_user(user, other_user, conversation):
         )
     )
     assert result["status"] == "started" and result["depth"] == 1
+
+
+@pytest.mark.modes
+def test_spawns_racing_each_other_cannot_pass_the_concurrency_limit_together(
+    user, conversation, monkeypatch
+):
+    # Each spawn dawdles right after counting the running subagents: without one spawn of a
+    # user at a time, all of them would count none and start.
+    checked = subagents.limits_check
+
+    def slow_check(**kwargs: Any) -> int:
+        depth = checked(**kwargs)
+        time.sleep(0.3)
+        return depth
+
+    monkeypatch.setattr(subagents, "limits_check", slow_check)
+    racers = 4
+    barrier = threading.Barrier(racers)
+    outcomes: list[str] = []
+
+    def spawn(index: int) -> None:
+        from django.db import connection
+
+        try:
+            barrier.wait(10)
+            subagents.subagent_spawn(
+                user_id=user.pk,
+                spec=subagents.Spawn(name=f"racer {index}", message="m"),
+                parent_conversation_id=conversation.pk,
+                parent_call_id=None,
+                max_depth=2,
+                max_concurrent=1,
+                max_rounds=5,
+            )
+            outcomes.append("started")
+        except PolicyDenied as exc:
+            outcomes.append(exc.reason)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=spawn, args=(i,)) for i in range(racers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert sorted(outcomes) == [
+        *["1 subagent(s) of yours are running; the limit is 1 at once — wait for one to finish"]
+        * (racers - 1),
+        "started",
+    ]
+    assert Subagent.objects.filter(user=user).count() == 1
+
+
+@pytest.mark.modes
+def test_stop_on_the_parent_stops_the_subagents_it_started(
+    worker, user, conversation, llm, provider
+):
+    release = threading.Event()
+
+    def model(body: dict[str, Any]) -> Reply:
+        if first_user_text(body) == TASK:  # the helper: still thinking when Stop comes
+            release.wait(30)
+            return Reply(text="too late")
+        if not tool_results(body):
+            return Reply(calls=[Call("subagent_spawn", {"name": "researcher", "message": TASK})])
+        release.wait(30)  # the parent's next round: still streaming when Stop comes
+        return Reply(text="too late")
+
+    llm.set_default(model)
+    try:
+        parent = turn_start(conversation=conversation, user_id=user.pk, text="What is X?")
+        subagent = wait_for(
+            lambda: Subagent.objects.filter(turn__isnull=False).first(),
+            timeout=20,
+            message="the subagent to start",
+        )
+        wait_for(
+            lambda: len(llm.requests) >= 3,
+            timeout=20,
+            message="the parent's second round and the helper's first to reach the model",
+        )
+        turn_stop(turn=parent)
+        child = wait_for(
+            lambda: Turn.objects.filter(pk=subagent.turn_id).exclude(status="running").first(),
+            timeout=10,
+            message="the subagent's turn to stop with its parent",
+        )
+        assert child.status == "cancelled"
+        parent.refresh_from_db()
+        assert parent.status == "cancelled"
+        delivered = wait_for(
+            lambda: Message.objects.filter(conversation=conversation, origin="subagent").first(),
+            timeout=10,
+            message="the subagent's report",
+        )
+        assert delivered.content.startswith("**Subagent “researcher” ended (cancelled)**")
+        subagent.refresh_from_db()
+        assert subagent.status == "cancelled"
+    finally:
+        release.set()
+
+
+def test_a_spawn_still_running_when_stop_came_stops_its_helper(user, conversation, llm, provider):
+    # Stop reached the parent turn while subagent_spawn was running: the helper did not exist
+    # yet, so the spawn itself stops it once it does.
+    release = threading.Event()
+    llm.set_default(lambda body: Reply(text="too late") if release.wait(30) else Reply(text=""))
+    parent = Turn.objects.create(
+        conversation=conversation, user=user, phase=Turn.Phase.TOOLS, cancel_requested=True
+    )
+    call = ToolCall.objects.create(
+        conversation=conversation,
+        user=user,
+        turn=parent,
+        tool="subagent_spawn",
+        arguments={},
+        status=ToolCall.Status.RUNNING,
+    )
+    subagent = subagents.subagent_spawn(
+        user_id=user.pk,
+        spec=subagents.Spawn(name="late", message="m"),
+        parent_conversation_id=conversation.pk,
+        parent_call_id=call.pk,
+        max_depth=2,
+        max_concurrent=3,
+        max_rounds=5,
+    )
+    # Ended by the spawn itself, or by its round if a runner took it first (it notices Stop).
+    report = wait_for(
+        lambda: Message.objects.filter(conversation=conversation, origin="subagent").first(),
+        timeout=10,
+        message="the helper's report",
+    )
+    assert report.content.startswith("**Subagent “late” ended (cancelled)**")
+    assert Turn.objects.get(pk=subagent.turn_id).status == "cancelled"
+    subagent.refresh_from_db()
+    assert subagent.status == "cancelled" and subagent.parent_turn_id == parent.pk
+    release.set()
+
+
+def test_stop_leaves_other_turns_subagents_alone(user, conversation):
+    stopped = Turn.objects.create(conversation=conversation, user=user, phase=Turn.Phase.MODEL)
+    other = Conversation.objects.create(owner=user, title="other")
+    other_turn = Turn.objects.create(conversation=other, user=user, phase=Turn.Phase.TOOLS)
+    call = ToolCall.objects.create(
+        conversation=other, user=user, turn=other_turn, tool="subagent_spawn", arguments={},
+        status=ToolCall.Status.RUNNING,
+    )  # fmt: skip
+    subagent = subagents.subagent_spawn(
+        user_id=user.pk,
+        spec=subagents.Spawn(name="theirs", message="m"),
+        parent_conversation_id=other.pk,
+        parent_call_id=call.pk,
+        max_depth=2,
+        max_concurrent=3,
+        max_rounds=5,
+    )
+    turn_stop(turn=stopped)
+    stopped.refresh_from_db()
+    assert stopped.status == "cancelled"
+    # (With no provider here, a runner left from an earlier test may fail the helper's turn on
+    # its own; what matters is that Stop did not touch it.)
+    child = Turn.objects.get(pk=subagent.turn_id)
+    assert not child.cancel_requested and child.status != "cancelled"
+    subagent.refresh_from_db()
+    assert subagent.status != "cancelled"
 
 
 def test_rounds_and_model_come_from_the_settings_and_arguments(user, conversation):
