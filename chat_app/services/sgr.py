@@ -9,8 +9,9 @@ The agent loop calls in here through small marked hooks (``loop.py``, ``turns.py
   ``create_report`` are offered; ``clarification`` and ``web_search`` go when their counts
   are spent. What was taken away has a reason, and binding refuses a call to it with that
   reason (``RoundState.unavailable``; ``RoundState.bound`` keeps counting within a round).
-- ``call_hold`` (dispatch): a bound ``clarification`` is not run; it waits for the person
-  (call ``awaiting_input``, turn phase ``clarify``). ``clarification_answer`` (turn_start):
+- ``call_hold`` (dispatch, and approval when an admin made clarification require it): a
+  bound ``clarification`` is not run; it waits for the person (call ``awaiting_input``, turn
+  phase ``clarify``). ``clarification_answer`` (turn_start):
   the next message finishes it with the answer as its result, and the same turn goes on.
 - ``turn_final`` (advance): a turn whose round called ``final_answer`` ends with its status,
   the answer shown as the assistant's last message.
@@ -239,7 +240,6 @@ def clarification_answer(*, turn: Turn, text: str) -> bool:
             },
             duration_ms=int((timezone.now() - call.created_at).total_seconds() * 1000),
             only_if=ToolCall.Status.AWAITING_INPUT,
-            audit_open=False,
         )
     turn.refresh_from_db()
     turn_publish(turn)
@@ -260,7 +260,6 @@ def clarification_stop(turn: Turn) -> None:
             error=reason,
             duration_ms=0,
             only_if=ToolCall.Status.AWAITING_INPUT,
-            audit_open=False,
         )
 
 

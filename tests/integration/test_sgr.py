@@ -16,8 +16,9 @@ from chat_app.services.turns import turn_start, turn_stop
 from tests.conftest import wait_turn
 from tests.helpers import wait_for
 from tests.llm_server import Call, Reply
-from tools_app.models import ToolCall
+from tools_app.models import AuditRecord, ToolCall, ToolFunctionConfig
 from tools_app.runtime import workspace_dir_for, workspace_id_for
+from tools_app.services.approval import toolcall_approve
 
 pytestmark = [pytest.mark.modes]
 
@@ -277,6 +278,36 @@ def test_stop_withdraws_a_waiting_question(worker, conversation, user, llm, prov
     llm.script(Reply(text="Hello."))
     new = turn_start(conversation=conversation, user_id=user.pk, text="hi")
     assert new is not None and new.pk != turn.pk
+
+
+def test_an_approved_clarification_waits_for_the_answer(worker, conversation, user, llm, provider):
+    # An admin made clarification require approval: once approved it pauses the turn for the
+    # person's answer, as it does without approval, instead of running on a worker.
+    profile(conversation, kind=Agent.Kind.SGR_TOOL_CALLING)
+    ToolFunctionConfig.objects.create(name="clarification", requires_approval=True)
+    llm.script(Reply(calls=[CLARIFY]))
+    turn = turn_start(conversation=conversation, user_id=user.pk, text="jaguar?")
+    question = wait_for(
+        lambda: ToolCall.objects.filter(turn=turn, status="awaiting_approval").first(),
+        timeout=20,
+        message="the clarification to await approval",
+    )
+    toolcall_approve(call=question, user=user)
+    turn = waiting(turn.pk)
+    assert turn.is_running and turn.phase == Turn.Phase.CLARIFY
+    question.refresh_from_db()
+    assert question.status == ToolCall.Status.AWAITING_INPUT
+
+    llm.script(Reply(text="The car maker it is."))
+    resumed = turn_start(conversation=conversation, user_id=user.pk, text="The car maker")
+    assert resumed is not None and resumed.pk == turn.pk
+    turn = wait_turn(turn.pk)
+    assert turn.status == Turn.Status.SUCCEEDED, turn.error
+    question.refresh_from_db()
+    assert question.status == "succeeded" and question.result["answer"] == "The car maker"
+    assert "The car maker" in json.dumps(llm.requests[-1]["messages"])
+    kinds = AuditRecord.objects.filter(tool_call=question).values_list("kind", flat=True)
+    assert sorted(kinds) == ["approval", "call"]
 
 
 def test_final_answer_with_status_failed_fails_the_turn(worker, conversation, user, llm, provider):

@@ -18,6 +18,7 @@ from tools_app.runtime import BindContext
 from tools_app.services.audit import audit_approval, audit_call
 from tools_app.services.binding import format_validation_error, toolcall_dispatch
 from tools_app.services.execution import toolcall_finish
+from tools_app.signals import toolcall_approved
 
 
 class ApprovalError(ToolError):
@@ -63,8 +64,10 @@ def toolcall_approve(
     decision = "approved" if new_arguments == before else "approved with edited arguments"
     audit_approval(call=call, user=user, decision=decision, before=before, after=new_arguments)
     audit_call(call)
+    held = any(result is True for _, result in toolcall_approved.send(sender=ToolCall, call=call))
     toolcall_publish(call)
-    toolcall_dispatch(call)
+    if not held:
+        toolcall_dispatch(call)
     return call
 
 
