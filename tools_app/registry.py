@@ -17,25 +17,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic import BaseModel, ConfigDict, SecretStr, model_validator
 
+from tools_app.group_settings import GroupSettings as GroupSettings  # the executors' import
 from tools_app.schema import plain_schema, strict_schema, supports_strict
 
 if TYPE_CHECKING:
     from tools_app.runtime import ActivityContext, BindContext
-
-
-class GroupSettings(BaseModel):
-    """Settings every tool group has. Executors subclass it and add their own fields."""
-
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
-
-    timeout_seconds: int = Field(
-        30, ge=1, le=3600, description="Longest a call may run before it is killed (s)."
-    )
-    calls_per_minute: int = Field(
-        0, ge=0, le=10_000, description="Per-tool calls allowed per minute (0 = unlimited)."
-    )
 
 
 def secret_fields(model: type[BaseModel]) -> tuple[str, ...]:

@@ -11,7 +11,7 @@ from typing import Any
 from django.conf import settings as django_settings
 
 from tools_app.errors import ToolCancelled
-from tools_app.registry import GroupSettings
+from tools_app.group_settings import GroupSettings
 
 
 def workspace_id_for(*, conversation_id: int | None, user_id: int | None) -> str:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from django.core.exceptions import ImproperlyConfigured
 from pydantic import Field, field_validator
 
+from tools_app.executors.browser.chromium import resolve_executable
 from tools_app.registry import GroupSettings, ToolGroup, register_group
 
 
@@ -43,12 +45,13 @@ class BrowserSettings(GroupSettings):
 
 
 def _chromium_status() -> tuple[str, str, str]:
-    from tools_app.executors.browser import browser_info
-
-    info = browser_info()
-    if not info.get("executable"):
-        return "bad", "Chromium missing", str(info.get("error", "no Chromium found"))
-    return "ok", f"Chromium ({info['source']})", str(info["executable"])
+    """Which Chromium the pool launches (``chromium.resolve_executable``, what ``browser_info``
+    reports too), asked of the resolver rather than the pool, which builds on these settings."""
+    try:
+        executable = resolve_executable()
+    except ImproperlyConfigured as exc:
+        return "bad", "Chromium missing", str(exc)
+    return "ok", f"Chromium ({executable.source})", executable.shown
 
 
 GROUP = register_group(

@@ -1,30 +1,47 @@
-"""The engine connection and the container allowlist."""
+"""The engine connection and the container allowlist.
+
+It reads the few settings it needs through ``EngineSettings`` (the Docker group's settings
+satisfy it), so ``settings.py`` can report the engine's status without the two importing each
+other.
+"""
 
 from __future__ import annotations
 
 import fnmatch
 import threading
-from typing import Any
+from typing import Any, Protocol
 
 import docker
 from docker.errors import DockerException, NotFound
 
 from tools_app.errors import PolicyDenied, ToolError
-from tools_app.executors.docker.settings import DockerSettings
 
 SANDBOX_LABEL = "controlcenter.sandbox"
 _clients: dict[str, Any] = {}
 _lock = threading.Lock()
 
 
-def engine_url(settings: DockerSettings) -> str:
+class EngineSettings(Protocol):
+    """What the engine connection and the allowlist read of the group's settings."""
+
+    @property
+    def engine(self) -> str: ...
+
+    @property
+    def timeout_seconds(self) -> int: ...
+
+    @property
+    def allowed_containers(self) -> list[str]: ...
+
+
+def engine_url(settings: EngineSettings) -> str:
     engine = settings.engine.strip()
     if engine.startswith("/"):
         return f"unix://{engine}"
     return engine
 
 
-def client_for(settings: DockerSettings) -> Any:
+def client_for(settings: EngineSettings) -> Any:
     url = engine_url(settings)
     with _lock:
         client = _clients.get(url)
@@ -49,7 +66,7 @@ def client_for(settings: DockerSettings) -> Any:
     return client
 
 
-def forget_client(settings: DockerSettings) -> None:
+def forget_client(settings: EngineSettings) -> None:
     with _lock:
         _clients.pop(engine_url(settings), None)
 
@@ -76,7 +93,7 @@ def container_allowed(name: str, labels: dict[str, str], patterns: list[str]) ->
     return False
 
 
-def get_container(client: Any, ident: str, settings: DockerSettings) -> Any:
+def get_container(client: Any, ident: str, settings: EngineSettings) -> Any:
     try:
         container = client.containers.get(ident)
     except NotFound:

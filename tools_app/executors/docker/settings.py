@@ -4,6 +4,8 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
+from tools_app.errors import ToolError
+from tools_app.executors.docker.engine import client_for, engine_url, forget_client
 from tools_app.registry import GroupSettings, ToolGroup, register_group
 
 Operation = Literal["list", "inspect", "logs", "exec", "start", "stop", "restart"]
@@ -43,9 +45,6 @@ class DockerSettings(GroupSettings):
 
 
 def _engine_status(settings: DockerSettings) -> tuple[str, str, str]:
-    from tools_app.errors import ToolError
-    from tools_app.executors.docker.engine import client_for, engine_url, forget_client
-
     where = engine_url(settings) or "default engine"
     try:
         version = client_for(settings).version().get("Version", "?")
