@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from django.conf import settings
-from django.db import connection
+from django.db import DatabaseError, connection
 
 from tests.helpers import require, wait_for
 from tests.llm_server import ScriptedLLM
@@ -55,6 +55,27 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session")
 def mode() -> str:
     return settings.MODE
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
+    """pytest-django's, plus: before the PostgreSQL test database is dropped, end the sessions
+    still on it. Processes the tests started (workers, app servers) have been stopped, but
+    their server sessions end a moment later, and threads of this process keep their own
+    connections; either made the drop fail with "being accessed by other users"."""
+    yield
+    if connection.vendor != "postgresql":
+        return
+    # Without the right to signal them (not a superuser), the drop is left to warn as before.
+    with (
+        django_db_blocker.unblock(),
+        contextlib.suppress(DatabaseError),
+        connection.cursor() as cursor,
+    ):
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
 
 
 def test_database_url() -> str:
