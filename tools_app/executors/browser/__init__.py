@@ -55,9 +55,10 @@ everyone else) and shown in the card as a thumbnail. The model gets
 ``send_images_to_model``.
 
 Chromium (``chromium.py``): ``CHROMIUM_PATH`` if set, else Playwright's own build if
-installed, else the system's ``chromium``. ``browser_info()`` tells the Tools Manager which,
-and the pool's state in this process. Chromium's own sandbox is off (as everywhere in the
-project: it does not run as root) unless ``CHROMIUM_SANDBOX=true``.
+installed, else the system's ``chromium``. ``browser_info()`` tells which, and the pool's
+state in this process; the Tools Manager's status asks the resolver (``settings.py``).
+Chromium's own sandbox is off (as everywhere in the project: it does not run as root) unless
+``CHROMIUM_SANDBOX=true``.
 
 Limits worth knowing: localStorage/sessionStorage do not travel between worker processes;
 two calls of one conversation running at once in different processes each act on their own
