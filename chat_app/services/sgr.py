@@ -189,15 +189,32 @@ def _needs_reasoning(turn: Turn) -> bool:
 
 
 def call_hold(call: ToolCall) -> bool:
-    """True when the bound call waits for the person instead of running (clarification)."""
+    """True when the bound call waits for the person instead of running (clarification).
+
+    Both steps or neither: the chat turn goes to phase ``clarify`` only if it is running, not
+    stopped and between tools (or holding another question of the same round), and the call to
+    ``awaiting_input`` only if it is still queued. Otherwise the call goes on as any other
+    (dispatched, or cancelled by the Stop under way). The turn's row is updated first, so a
+    Stop racing an approval is ordered by its lock: whichever comes second sees the other."""
     if call.tool != CLARIFICATION or call.turn_id is None:
         return False
-    ToolCall.objects.filter(pk=call.pk, status=ToolCall.Status.QUEUED).update(
-        status=ToolCall.Status.AWAITING_INPUT
-    )
-    call.status = ToolCall.Status.AWAITING_INPUT
     turn_id = call.turn_id
-    Turn.objects.filter(pk=turn_id, status=Turn.Status.RUNNING).update(phase=Turn.Phase.CLARIFY)
+    with transaction.atomic():
+        paused = Turn.objects.filter(
+            pk=turn_id,
+            status=Turn.Status.RUNNING,
+            kind=Turn.Kind.CHAT,
+            cancel_requested=False,
+            phase__in=(Turn.Phase.TOOLS, Turn.Phase.CLARIFY),
+        ).update(phase=Turn.Phase.CLARIFY)
+        if not paused:
+            return False
+        if not ToolCall.objects.filter(pk=call.pk, status=ToolCall.Status.QUEUED).update(
+            status=ToolCall.Status.AWAITING_INPUT
+        ):
+            transaction.set_rollback(True)  # the turn's phase too
+            return False
+    call.status = ToolCall.Status.AWAITING_INPUT
     # The page learns it may send again (the answer) once the binding transaction commits.
     transaction.on_commit(lambda: _turn_publish_by_id(turn_id))
     return True

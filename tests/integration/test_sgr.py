@@ -310,6 +310,35 @@ def test_an_approved_clarification_waits_for_the_answer(worker, conversation, us
     assert sorted(kinds) == ["approval", "call"]
 
 
+def test_an_approval_landing_in_the_middle_of_stop_does_not_hold_the_turn(
+    worker, conversation, user, llm, provider, monkeypatch
+):
+    # Stop has withdrawn the questions waiting for an answer and is about to cancel the rest
+    # when the approval lands: the turn is stopping, so the question must not pause it.
+    profile(conversation, kind=Agent.Kind.SGR_TOOL_CALLING)
+    ToolFunctionConfig.objects.create(name="clarification", requires_approval=True)
+    llm.script(Reply(calls=[CLARIFY]))
+    turn = turn_start(conversation=conversation, user_id=user.pk, text="jaguar?")
+    question = wait_for(
+        lambda: ToolCall.objects.filter(turn=turn, status="awaiting_approval").first(),
+        timeout=20,
+        message="the clarification to await approval",
+    )
+    withdraw = sgr.clarification_stop
+
+    def approved_meanwhile(stopping: Turn) -> None:
+        withdraw(stopping)
+        toolcall_approve(call=question, user=user)
+
+    monkeypatch.setattr(sgr, "clarification_stop", approved_meanwhile)
+    turn_stop(turn=turn)
+    turn = wait_turn(turn.pk)
+    assert turn.status == Turn.Status.CANCELLED and turn.phase == Turn.Phase.DONE
+    question.refresh_from_db()
+    # Cancelled while queued, or (if a worker took it first) refused there: never waiting.
+    assert question.status in ("cancelled", "failed")
+
+
 def test_final_answer_with_status_failed_fails_the_turn(worker, conversation, user, llm, provider):
     profile(conversation, kind=Agent.Kind.SGR_TOOL_CALLING)
     failed = Call("final_answer", {**FINAL.arguments, "status": "failed", "answer": "No luck."})  # type: ignore[dict-item]

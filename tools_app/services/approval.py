@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
+from django.db import transaction
 from django.db.models import F
 from pydantic import ValidationError
 
@@ -19,6 +21,8 @@ from tools_app.services.audit import audit_approval, audit_call
 from tools_app.services.binding import format_validation_error, toolcall_dispatch
 from tools_app.services.execution import toolcall_finish
 from tools_app.signals import toolcall_approved
+
+logger = logging.getLogger(__name__)
 
 
 class ApprovalError(ToolError):
@@ -52,23 +56,39 @@ def toolcall_approve(
         raise ApprovalError("this call is no longer awaiting approval")
     before = call.arguments
     new_arguments = before if arguments is None else _revalidate(call, arguments)
-    moved = ToolCall.objects.filter(pk=call.pk, status=ToolCall.Status.AWAITING_APPROVAL).update(
-        status=ToolCall.Status.QUEUED,
-        arguments=new_arguments,
-        raw_arguments=json.dumps(new_arguments),
-        version=F("version") + 1,
-    )
-    if not moved:
-        raise ApprovalError("this call was decided or cancelled meanwhile")
-    call.refresh_from_db()
-    decision = "approved" if new_arguments == before else "approved with edited arguments"
-    audit_approval(call=call, user=user, decision=decision, before=before, after=new_arguments)
-    audit_call(call)
-    held = any(result is True for _, result in toolcall_approved.send(sender=ToolCall, call=call))
+    # One transaction: nobody sees the call queued before a receiver had its say (a worker
+    # or the redelivery pass would run a clarification the chat is about to hold).
+    with transaction.atomic():
+        moved = ToolCall.objects.filter(
+            pk=call.pk, status=ToolCall.Status.AWAITING_APPROVAL
+        ).update(
+            status=ToolCall.Status.QUEUED,
+            arguments=new_arguments,
+            raw_arguments=json.dumps(new_arguments),
+            version=F("version") + 1,
+        )
+        if not moved:
+            raise ApprovalError("this call was decided or cancelled meanwhile")
+        call.refresh_from_db()
+        held = _held(call)
+        decision = "approved" if new_arguments == before else "approved with edited arguments"
+        audit_approval(call=call, user=user, decision=decision, before=before, after=new_arguments)
+        audit_call(call)
     toolcall_publish(call)
     if not held:
         toolcall_dispatch(call)
     return call
+
+
+def _held(call: ToolCall) -> bool:
+    """Whether a ``toolcall_approved`` receiver took the call over; one that fails does not
+    (the call is then sent as any other)."""
+    held = False
+    for receiver, result in toolcall_approved.send_robust(sender=ToolCall, call=call):
+        if isinstance(result, Exception):
+            logger.error("call %s: %r failed", call.pk, receiver, exc_info=result)
+        held = held or result is True
+    return held
 
 
 def toolcall_deny(*, call: ToolCall, user: Any) -> ToolCall:
