@@ -193,7 +193,10 @@ def subagent_parent_stopping(sender: object, turn: Any, **kwargs: object) -> Non
 
     started = Subagent.objects.filter(parent_turn_id=turn.pk, status=Subagent.Status.RUNNING)
     for child in Turn.objects.filter(pk__in=started.values("turn_id"), status=Turn.Status.RUNNING):
-        turn_stop(turn=child)
+        try:
+            turn_stop(turn=child)
+        except Exception:  # one helper that cannot be stopped must not keep the others going
+            logger.exception("turn %s: could not stop its subagent's turn %s", turn.pk, child.pk)
 
 
 def subagent_deliver(subagent_id: int, *, turn_status: str) -> bool:
