@@ -280,9 +280,8 @@ def test_stop_withdraws_a_waiting_question(worker, conversation, user, llm, prov
     assert new is not None and new.pk != turn.pk
 
 
-def test_an_approved_clarification_waits_for_the_answer(worker, conversation, user, llm, provider):
-    # An admin made clarification require approval: once approved it pauses the turn for the
-    # person's answer, as it does without approval, instead of running on a worker.
+def question_awaiting_approval(conversation, user, llm) -> tuple[Turn, ToolCall]:
+    """A turn whose clarification waits for approval (an admin made it require one)."""
     profile(conversation, kind=Agent.Kind.SGR_TOOL_CALLING)
     ToolFunctionConfig.objects.create(name="clarification", requires_approval=True)
     llm.script(Reply(calls=[CLARIFY]))
@@ -292,6 +291,13 @@ def test_an_approved_clarification_waits_for_the_answer(worker, conversation, us
         timeout=20,
         message="the clarification to await approval",
     )
+    return turn, question
+
+
+def test_an_approved_clarification_waits_for_the_answer(worker, conversation, user, llm, provider):
+    # An admin made clarification require approval: once approved it pauses the turn for the
+    # person's answer, as it does without approval, instead of running on a worker.
+    turn, question = question_awaiting_approval(conversation, user, llm)
     toolcall_approve(call=question, user=user)
     turn = waiting(turn.pk)
     assert turn.is_running and turn.phase == Turn.Phase.CLARIFY
@@ -315,15 +321,7 @@ def test_an_approval_landing_in_the_middle_of_stop_does_not_hold_the_turn(
 ):
     # Stop has withdrawn the questions waiting for an answer and is about to cancel the rest
     # when the approval lands: the turn is stopping, so the question must not pause it.
-    profile(conversation, kind=Agent.Kind.SGR_TOOL_CALLING)
-    ToolFunctionConfig.objects.create(name="clarification", requires_approval=True)
-    llm.script(Reply(calls=[CLARIFY]))
-    turn = turn_start(conversation=conversation, user_id=user.pk, text="jaguar?")
-    question = wait_for(
-        lambda: ToolCall.objects.filter(turn=turn, status="awaiting_approval").first(),
-        timeout=20,
-        message="the clarification to await approval",
-    )
+    turn, question = question_awaiting_approval(conversation, user, llm)
     withdraw = sgr.clarification_stop
 
     def approved_meanwhile(stopping: Turn) -> None:

@@ -271,6 +271,27 @@ def test_stop_on_the_parent_stops_the_subagents_it_started(
         release.set()
 
 
+def spawn_during(turn: Turn, name: str) -> Subagent:
+    """What subagent_spawn's activity does for a call of ``turn`` that is running."""
+    call = ToolCall.objects.create(
+        conversation_id=turn.conversation_id,
+        user_id=turn.user_id,
+        turn=turn,
+        tool="subagent_spawn",
+        arguments={},
+        status=ToolCall.Status.RUNNING,
+    )
+    return subagents.subagent_spawn(
+        user_id=turn.user_id,
+        spec=subagents.Spawn(name=name, message="m"),
+        parent_conversation_id=turn.conversation_id,
+        parent_call_id=call.pk,
+        max_depth=2,
+        max_concurrent=3,
+        max_rounds=5,
+    )
+
+
 def test_a_spawn_still_running_when_stop_came_stops_its_helper(user, conversation, llm, provider):
     # Stop reached the parent turn while subagent_spawn was running: the helper did not exist
     # yet, so the spawn itself stops it once it does.
@@ -279,23 +300,7 @@ def test_a_spawn_still_running_when_stop_came_stops_its_helper(user, conversatio
     parent = Turn.objects.create(
         conversation=conversation, user=user, phase=Turn.Phase.TOOLS, cancel_requested=True
     )
-    call = ToolCall.objects.create(
-        conversation=conversation,
-        user=user,
-        turn=parent,
-        tool="subagent_spawn",
-        arguments={},
-        status=ToolCall.Status.RUNNING,
-    )
-    subagent = subagents.subagent_spawn(
-        user_id=user.pk,
-        spec=subagents.Spawn(name="late", message="m"),
-        parent_conversation_id=conversation.pk,
-        parent_call_id=call.pk,
-        max_depth=2,
-        max_concurrent=3,
-        max_rounds=5,
-    )
+    subagent = spawn_during(parent, "late")
     # Ended by the spawn itself, or by its round if a runner took it first (it notices Stop).
     report = wait_for(
         lambda: Message.objects.filter(conversation=conversation, origin="subagent").first(),
@@ -313,19 +318,7 @@ def test_stop_leaves_other_turns_subagents_alone(user, conversation):
     stopped = Turn.objects.create(conversation=conversation, user=user, phase=Turn.Phase.MODEL)
     other = Conversation.objects.create(owner=user, title="other")
     other_turn = Turn.objects.create(conversation=other, user=user, phase=Turn.Phase.TOOLS)
-    call = ToolCall.objects.create(
-        conversation=other, user=user, turn=other_turn, tool="subagent_spawn", arguments={},
-        status=ToolCall.Status.RUNNING,
-    )  # fmt: skip
-    subagent = subagents.subagent_spawn(
-        user_id=user.pk,
-        spec=subagents.Spawn(name="theirs", message="m"),
-        parent_conversation_id=other.pk,
-        parent_call_id=call.pk,
-        max_depth=2,
-        max_concurrent=3,
-        max_rounds=5,
-    )
+    subagent = spawn_during(other_turn, "theirs")
     turn_stop(turn=stopped)
     stopped.refresh_from_db()
     assert stopped.status == "cancelled"
