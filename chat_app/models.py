@@ -137,6 +137,10 @@ class Turn(models.Model):
     # A model name for this turn only (a schedule's or a subagent's ``model``); empty: the
     # agent's (or its provider's) model.
     model = models.CharField(max_length=200, blank=True)
+    # The tool list of what started this turn when a tool did (a subagent, a schedule): every
+    # call of the turn, the model's and a ``/`` message's alike, binds within it. None: a
+    # person's own turn, limited by the agent profile only.
+    tool_scope = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
     # The agent's plan (generate_plan / adapt_plan): {"goal", "steps": [{"text", "done"}],
     # "changes": [{"changes", "reasoning", "at"}], "version"}; empty when it made none.

@@ -59,8 +59,7 @@ def _bind(token_id: int, name: str, arguments: dict[str, Any]) -> Any:
     allowed = api_token_allowed_tools(token)
     call = toolcall_bind(
         request=CallRequest(tool=name, arguments=arguments),
-        ctx=BindContext(user_id=token.user_id, conversation_id=None, source="mcp"),
-        allowed_tools=allowed,
+        ctx=BindContext(user_id=token.user_id, conversation_id=None, source="mcp", scope=allowed),
     )
     if call.status == ToolCall.Status.QUEUED:
         toolcall_dispatch(call)

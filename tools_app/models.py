@@ -172,6 +172,10 @@ class ToolCall(models.Model):
     raw_arguments = models.TextField(blank=True)
     arguments = models.JSONField(null=True, blank=True)
     reasoning = models.TextField(blank=True)
+    # The tool list of whoever originated the call (an agent profile, an API token, the turn
+    # that started this one), kept for calls that start turns themselves (subagents,
+    # schedules): those turns carry it on. None: not restricted beyond the person's own.
+    scope = models.JSONField(null=True, blank=True)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)
     latent = models.BooleanField(default=False)
     policy_verdict = models.CharField(max_length=16, blank=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,14 +32,30 @@ def workspace_dir_for(workspace_id: str) -> Path:
     return path
 
 
+def scope_narrow(scope: Iterable[str] | None, names: Iterable[str] | None) -> list[str] | None:
+    """The tool names in both lists, in ``names``' order (None stands for every tool)."""
+    if scope is None:
+        return None if names is None else list(names)
+    if names is None:
+        return list(scope)
+    inside = set(scope)
+    return [name for name in names if name in inside]
+
+
 @dataclass
 class BindContext:
-    """Who asks for a call, from where. Policy checks read it; they never write it."""
+    """Who asks for a call, from where. Policy checks read it; they never write it.
+
+    ``scope``: the tool list of whoever originated the call — the agent profile of the model
+    that asks, the API token of an outside client, the tool call that started this turn (a
+    subagent, a schedule). Binding refuses anything outside it, whatever the caller offers,
+    and a call that starts a turn hands it on (``ToolCall.scope``). None: not restricted."""
 
     user_id: int | None
     conversation_id: int | None
     source: str
     workspace_id: str = ""
+    scope: list[str] | None = None
 
     def __post_init__(self) -> None:
         if not self.workspace_id:
@@ -60,6 +76,8 @@ class ActivityContext:
     cancel: threading.Event = field(default_factory=threading.Event)
     emit: Callable[[str, str], None] | None = None
     sandbox_id: str = ""
+    # The call's scope (BindContext.scope), for activities that start turns: they carry it on.
+    scope: list[str] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -57,7 +57,7 @@ from tools_app import selectors
 from tools_app.events import toolcall_publish
 from tools_app.platform.prompt import platform_prompt
 from tools_app.registry import BaseTool
-from tools_app.runtime import BindContext
+from tools_app.runtime import BindContext, scope_narrow
 from tools_app.services.binding import (
     REASONING_FIELD,
     CallLimits,
@@ -102,6 +102,9 @@ class RoundPlan:
     client: LLMProvider
     tools: list[type[BaseTool]]
     native: bool
+    # The tool list the turn's calls bind within: the agent's, narrowed by what started the
+    # turn (Turn.tool_scope). None: every enabled tool.
+    scope: list[str] | None
     policy: RetryPolicy
     system: str = ""
     history: list[ChatMessage] | None = None
@@ -195,6 +198,7 @@ def _round_prepare(turn_id: int, *, runner: str, clients: ClientCache | None) ->
         turn_finish(turn, status=Turn.Status.FAILED, error="no LLM provider", notice=NO_PROVIDER)
         return None
     native = provider.uses_native_tools()
+    scope = scope_narrow(turn.tool_scope, agent.allowed_tools())
     message = Message(
         conversation_id=turn.conversation_id,
         turn=turn,
@@ -219,8 +223,9 @@ def _round_prepare(turn_id: int, *, runner: str, clients: ClientCache | None) ->
             clients=clients,
             shard=turn.conversation_id,
         ),
-        tools=selectors.enabled_tools(agent.allowed_tools()),
+        tools=selectors.enabled_tools(scope),
         native=native,
+        scope=scope,
         policy=RetryPolicy(
             max_retries=provider.max_retries, backoff_seconds=provider.retry_backoff_seconds
         ),
@@ -426,7 +431,12 @@ def _tool_requests(reply: ModelReply, *, native: bool) -> list[CallRequest]:
 
 
 def _bind_and_dispatch(plan: RoundPlan, requests: list[CallRequest]) -> None:
-    ctx = BindContext(user_id=plan.user_id, conversation_id=plan.conversation_id, source="chat")
+    ctx = BindContext(
+        user_id=plan.user_id,
+        conversation_id=plan.conversation_id,
+        source="chat",
+        scope=plan.scope,
+    )
     offered = [t.tool_name for t in plan.tools]
     limits = CallLimits(
         per_turn=plan.agent.max_calls_per_turn,

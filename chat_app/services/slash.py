@@ -8,11 +8,12 @@ from django.db import transaction
 
 from chat_app.events import message_publish, turn_publish
 from chat_app.models import Conversation, Message, Turn
+from chat_app.services.agents import agent_for_conversation
 from tools_app import selectors
 from tools_app.imported import imported_sync
 from tools_app.registry import BaseTool, tool_for_slash
 from tools_app.runtime import BindContext
-from tools_app.services.binding import CallRequest, toolcall_bind, toolcall_dispatch
+from tools_app.services.binding import CallLimits, CallRequest, toolcall_bind, toolcall_dispatch
 
 
 def help_text() -> str:
@@ -36,9 +37,24 @@ def _arguments(tool: type[BaseTool], rest: str) -> tuple[str | dict[str, object]
         return rest, str(exc)
 
 
+def _limits(conversation: Conversation) -> CallLimits:
+    agent = agent_for_conversation(conversation)
+    return CallLimits(
+        per_turn=agent.max_calls_per_turn, per_conversation=agent.max_calls_per_conversation
+    )
+
+
 def slash_run(
-    *, conversation: Conversation, user_id: int, text: str, origin: str = ""
+    *,
+    conversation: Conversation,
+    user_id: int,
+    text: str,
+    origin: str = "",
+    scope: list[str] | None = None,
 ) -> Turn | None:
+    """Run ``text`` (``/tool args``) as a turn of one call. ``scope``: the tool list of what
+    started the turn (a subagent, a schedule); the call binds within it and within the agent's
+    limits, as the model of that turn would. A person's own command has none."""
     word, _, rest = text[1:].partition(" ")
     word = word.strip()
     call = None
@@ -64,15 +80,19 @@ def slash_run(
                 user_id=user_id,
                 kind=Turn.Kind.SLASH,
                 phase=Turn.Phase.TOOLS,
+                tool_scope=scope,
             )
             user_message.turn = turn
             user_message.save(update_fields=["turn"])
             arguments, error = _arguments(tool, rest)
             call = toolcall_bind(
                 request=CallRequest(tool=tool.tool_name, arguments=arguments, parse_error=error),
-                ctx=BindContext(user_id=user_id, conversation_id=conversation.pk, source="slash"),
+                ctx=BindContext(
+                    user_id=user_id, conversation_id=conversation.pk, source="slash", scope=scope
+                ),
                 turn_id=turn.pk,
                 message_id=user_message.pk,
+                limits=_limits(conversation) if scope is not None else None,
             )
             reply = None
     message_publish(user_message)

@@ -77,9 +77,12 @@ def turn_start(
     model: str = "",
     max_rounds: int | None = None,
     origin: str = "",
+    scope: list[str] | None = None,
 ) -> Turn | None:
-    """Store the user's message and queue the turn's first round. ``model``, ``max_rounds``
-    and ``origin`` are for turns the platform starts (a schedule firing, a subagent)."""
+    """Store the user's message and queue the turn's first round. ``model``, ``max_rounds``,
+    ``origin`` and ``scope`` are for turns the platform starts (a schedule firing, a
+    subagent): ``scope`` is the tool list of the call that started it (``ToolCall.scope``),
+    which every call of the turn binds within, a ``/`` message's included."""
     text = text.strip()
     if not text:
         raise TurnError("the message is empty")
@@ -104,7 +107,9 @@ def turn_start(
     if running is not None:
         raise TurnError("the agent is still working on the previous message; press Stop first")
     if text.startswith("/"):
-        slashed = slash_run(conversation=conversation, user_id=user_id, text=text, origin=origin)
+        slashed = slash_run(
+            conversation=conversation, user_id=user_id, text=text, origin=origin, scope=scope
+        )
         if slashed is not None:
             turn_advance(slashed.pk)
         return slashed
@@ -115,6 +120,7 @@ def turn_start(
         kind=Turn.Kind.CHAT,
         max_rounds=max_rounds or agent.max_rounds or settings.AGENT_MAX_ROUNDS,
         model=model,
+        tool_scope=scope,
         heartbeat_at=timezone.now(),  # queued at
     )
     message = Message(

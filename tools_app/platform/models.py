@@ -101,6 +101,9 @@ class Schedule(models.Model):
         related_name="+",
         help_text="For new conversations: the agent of the conversation it was made in.",
     )
+    # The tool list of the call that added the schedule (see ToolCall.scope): its turns carry
+    # it. None: added by its owner (a slash command, the admin) and limited like their chat.
+    tool_scope = models.JSONField(null=True, blank=True, editable=False)
     enabled = models.BooleanField(default=True)
     next_run_at = models.DateTimeField(null=True, blank=True)
     last_run_at = models.DateTimeField(null=True, blank=True)

@@ -184,10 +184,12 @@ def schedule_add(
     spec: NewSchedule,
     agent_id: int | None,
     max_per_user: int,
+    tool_scope: list[str] | None = None,
     min_interval_minutes: int = 1,
     now: datetime | None = None,
 ) -> Schedule:
-    """Validate, then store. Raises ToolError / PolicyDenied with words for the model."""
+    """Validate, then store. Raises ToolError / PolicyDenied with words for the model.
+    ``tool_scope``: the tool list of the call that adds it; each firing's turn binds within it."""
     try:
         cron = cron_check(spec.cron, tz=spec.timezone, min_interval_minutes=min_interval_minutes)
         next_run = cron_next(cron, tz=spec.timezone, after=now or timezone.now())
@@ -209,6 +211,7 @@ def schedule_add(
                 model=spec.model,
                 inject_into_id=spec.inject_into,
                 agent_id=agent_id,
+                tool_scope=tool_scope,
                 next_run_at=next_run,
             )
     except IntegrityError as exc:  # the same name added at the same moment
@@ -322,6 +325,7 @@ def schedule_fire(schedule: Schedule) -> None:
             text=schedule.message,
             model=schedule.model,
             origin=Message.Origin.SCHEDULE,
+            scope=schedule.tool_scope,
         )
     except TurnError as exc:
         reason = f"skipped: {exc}"

@@ -83,8 +83,10 @@ def subagent_spawn(
     max_depth: int,
     max_concurrent: int,
     max_rounds: int,
+    scope: list[str] | None = None,
 ) -> Subagent:
-    """Create the child conversation and queue its turn; returns at once."""
+    """Create the child conversation and queue its turn; returns at once. ``scope``: the tool
+    list of the spawning call; the helper's turn binds every call within it."""
     from chat_app.models import Conversation, Message, Turn
     from chat_app.services.turns import TurnError, turn_start, turn_stop
     from tools_app.models import ToolCall
@@ -133,6 +135,7 @@ def subagent_spawn(
                 model=spec.model,
                 max_rounds=max_rounds,
                 origin=Message.Origin.TASK,
+                scope=scope,
             )
         except TurnError as exc:
             raise ToolError(f"the subagent could not start: {exc}") from exc
@@ -140,9 +143,18 @@ def subagent_spawn(
             Subagent.objects.filter(pk=subagent.pk).update(turn=turn)
             subagent.turn = turn
     # The round is queued when the transaction commits; a turn that ended already (a slash
-    # command refused at once) is delivered here, since the hook could not find it then.
-    if turn is None or Turn.objects.filter(pk=turn.pk).exclude(status="running").exists():
-        subagent_deliver(subagent.pk, turn_status=turn.status if turn else "failed")
+    # command refused at once) is delivered here, since the hook could not find it then. Its
+    # status is read back: the turn ended through another copy of the row.
+    ended = (
+        Turn.objects.filter(pk=turn.pk)
+        .exclude(status=Turn.Status.RUNNING)
+        .values_list("status", flat=True)
+        .first()
+        if turn is not None
+        else Subagent.Status.FAILED
+    )
+    if ended is not None:
+        subagent_deliver(subagent.pk, turn_status=ended)
     elif (
         parent_turn_id is not None
         and Turn.objects.filter(pk=parent_turn_id, cancel_requested=True).exists()

@@ -39,7 +39,10 @@ def _revalidate(call: ToolCall, arguments: dict[str, Any]) -> dict[str, Any]:
     except ValidationError as exc:
         raise ApprovalError(format_validation_error(call.tool, exc)) from None
     ctx = BindContext(
-        user_id=call.user_id, conversation_id=call.conversation_id, source=call.source
+        user_id=call.user_id,
+        conversation_id=call.conversation_id,
+        source=call.source,
+        scope=call.scope,
     )
     try:
         validated.check_policy(selectors.group_settings(call.group), ctx)

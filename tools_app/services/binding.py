@@ -27,7 +27,7 @@ from tools_app.errors import PolicyDenied, ToolError
 from tools_app.imported import imported_sync
 from tools_app.models import ToolCall
 from tools_app.registry import GROUPS, TOOLS, BaseTool, GroupSettings, get_tool, is_latent
-from tools_app.runtime import BindContext
+from tools_app.runtime import BindContext, scope_narrow
 from tools_app.services.audit import audit_call
 
 logger = logging.getLogger(__name__)
@@ -265,8 +265,11 @@ def toolcall_check(
         tool=request.tool,
         # Kept as the model sent it, minus anything no database can store as text.
         raw_arguments=raw_text.encode("utf-8", "backslashreplace").decode("utf-8"),
+        scope=ctx.scope,
     )
-    allowed = set(allowed_tools) if allowed_tools is not None else None
+    # One rule for every way in: what the caller offers, within what the originator may use.
+    narrowed = scope_narrow(ctx.scope, allowed_tools)
+    allowed = set(narrowed) if narrowed is not None else None
     try:
         tool, state = _lookup(request, allowed, unavailable)
         call.group = tool.tool_group

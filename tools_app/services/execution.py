@@ -154,6 +154,7 @@ def toolcall_execute(*, tool_call_id: int) -> None:
         workspace_id="",
         conversation_id=call.conversation_id,
         user_id=call.user_id,
+        scope=call.scope,
     )
     from tools_app.runtime import workspace_id_for
 

@@ -47,6 +47,7 @@ def schedule_add(args: ScheduleAdd, ctx: ActivityContext) -> dict[str, Any]:
             timezone=settings.timezone,
         ),
         agent_id=_agent_of(ctx.conversation_id),
+        tool_scope=ctx.scope,
         max_per_user=settings.max_per_user,
         min_interval_minutes=settings.min_interval_minutes,
     )

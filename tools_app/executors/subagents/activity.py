@@ -35,6 +35,7 @@ def subagent_spawn(args: SubagentSpawn, ctx: ActivityContext) -> dict[str, Any]:
         max_depth=settings.max_depth,
         max_concurrent=settings.max_concurrent_per_user,
         max_rounds=settings.max_rounds,
+        scope=ctx.scope,
     )
     out = subagents.subagent_describe(subagent)
     ctx.emit_output(f"started {args.name!r} in conversation {subagent.conversation_id}\n")
