@@ -36,6 +36,10 @@ their commands; anything inside a longer enclosing fence (CommonMark fence rules
 closed only by a bare fence of the same character at least as long, so examples nested in a
 longer ```` fence stay examples). An unclosed fence runs to the end of the text, as in
 CommonMark.
+
+Nor is a block the model copied from data: a page that says ``>>> RUN COMMAND: … ; id``,
+quoted back by the model, would otherwise run. ``repeats_data`` finds a call whose block
+stands in the turn's tool results (whitespace aside); the loop leaves such blocks as text.
 """
 
 from __future__ import annotations
@@ -43,10 +47,12 @@ from __future__ import annotations
 import json
 import re
 import textwrap
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from chat_app.providers.base import ToolSpec
+from tools_app.untrusted import untrusted
 
 SHELL_TOOL = "shell_exec"
 
@@ -90,6 +96,41 @@ def parse_tool_calls(text: str) -> list[ParsedCall]:
             continue
         i += 1
     return calls
+
+
+def repeats_data(call: ParsedCall, data: str) -> bool:
+    """Whether ``call``'s block (its fences aside) stands in ``data`` (``data_text``)."""
+    lines = [
+        line
+        for line in call.raw.split("\n")
+        if not (_FENCE_OPEN.match(line) or _FENCE_CLOSE.match(line))
+    ]
+    key = _squash("\n".join(lines))
+    return bool(key) and key in data
+
+
+def data_text(values: Iterable[object]) -> str:
+    """Every string inside ``values`` (tool results, as stored), whitespace squeezed out, for
+    ``repeats_data``."""
+    out: list[str] = []
+
+    def walk(value: object) -> None:
+        if isinstance(value, str):
+            out.append(_squash(value))
+        elif isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list | tuple):
+            for item in value:
+                walk(item)
+
+    for value in values:
+        walk(value)
+    return "\n".join(out)
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"\s+", "", text)
 
 
 def _fence_end(lines: list[str], start: int, opener: str) -> int:
@@ -295,17 +336,23 @@ def _example_arguments(schema: dict[str, Any]) -> dict[str, Any]:
     return example
 
 
-def format_tool_results(results: list[tuple[str, dict[str, Any]]]) -> str:
-    """The user message that carries tool results back to the model, in call order."""
+def format_tool_results(results: list[tuple[str, dict[str, Any]]], *, marker: str) -> str:
+    """The user message that carries tool results back to the model, in call order, between
+    untrusted-data markers (``marker``: ``tools_app.untrusted.marker_id``)."""
     if not results:
         return "No tool call was recognised in your reply."
-    parts = ["Results of your tool calls, in the order you made them:"]
+    blocks = []
     for number, (name, result) in enumerate(results, start=1):
         body = json.dumps(result, ensure_ascii=False, indent=2, default=str)
         fence = _fence_for(body)
-        parts.append(f"{number}. {name}\n{fence}json\n{body}\n{fence}")
-    parts.append("Continue with the task: call more tools if needed, otherwise answer the user.")
-    return "\n\n".join(parts)
+        blocks.append(f"{number}. {name}\n{fence}json\n{body}\n{fence}")
+    return "\n\n".join(
+        [
+            "Results of your tool calls, in the order you made them:",
+            untrusted("\n\n".join(blocks), source="tool results", marker=marker),
+            "Continue with the task: call more tools if needed, otherwise answer the user.",
+        ]
+    )
 
 
 def _fence_for(body: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pytest
 
@@ -39,3 +39,18 @@ def require(condition: bool, reason: str) -> None:
     if IN_CI:
         pytest.fail(f"required service missing under CI=true: {reason}")
     pytest.skip(reason)
+
+
+def data_of(text: str) -> str:
+    """What stands between the untrusted-data markers of ``text`` (tools_app.untrusted)."""
+    lines = text.split("\n")
+    start = next(i for i, line in enumerate(lines) if line.startswith("<<untrusted-data id="))
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith("<<end-untrusted-data"))
+    return "\n".join(lines[start + 1 : end])
+
+
+def tool_json(text: str) -> Any:
+    """A native tool message's result, unwrapped from its untrusted-data markers."""
+    import json
+
+    return json.loads(data_of(text))

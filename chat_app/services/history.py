@@ -4,6 +4,9 @@ Tool results are not separate rows: they are the results of the ToolCalls attach
 assistant message, so the history can be rendered for native tool calling (assistant
 ``tool_calls`` + ``tool`` messages) or for text fallback (results as a user message) from the
 same data.
+
+Whatever comes from outside the conversation — results, a subagent's answer — goes between
+untrusted-data markers (``tools_app.untrusted``).
 """
 
 from __future__ import annotations
@@ -16,8 +19,9 @@ from chat_app.models import Conversation, Message
 from chat_app.providers import ChatMessage, ImagePart, ToolCallRequest
 from tools_app import selectors
 from tools_app.models import ToolCall
+from tools_app.untrusted import marker_id, untrusted
 
-_MESSAGE_FIELDS = ("id", "role", "content", "state", "fallback", "created_at")
+_MESSAGE_FIELDS = ("id", "role", "origin", "content", "state", "fallback", "created_at")
 _CALL_FIELDS = ("id", "message_id", "index", "tool", "raw_arguments", "call_id", "result")
 UNFINISHED = {"success": False, "error": "this call did not finish (the turn was stopped)"}
 
@@ -65,6 +69,11 @@ def build_history(
         [],
     )
 
+    marker = marker_id(conversation.pk)
+
+    def data(text: str, source: str) -> str:
+        return untrusted(text, source=source, marker=marker)
+
     def pictures(call: ToolCall) -> list[ImagePart]:
         if not images or call.pk not in latest_calls:
             return []
@@ -75,11 +84,16 @@ def build_history(
             continue
         calls = sorted(by_message.get(message.pk, ()), key=lambda c: (c.index, c.pk))
         if message.role == Message.Role.USER:
-            out.append(ChatMessage(role="user", content=message.content))
+            content = message.content
+            if message.origin == Message.Origin.SUBAGENT:
+                # Written by another model that read who knows what: data, not the user.
+                content = "A subagent's answer arrived:\n" + data(content, "a subagent's answer")
+            out.append(ChatMessage(role="user", content=content))
             if calls:  # a slash command: tell the model what the user ran and what came back
                 lines = [
                     f"[I ran the tool {c.tool} directly with arguments "
-                    f"{c.raw_arguments or '{}'}; result: {json.dumps(_result(c))}]"
+                    f"{c.raw_arguments or '{}'}; result:]\n"
+                    + data(json.dumps(_result(c), ensure_ascii=False), f"result of {c.tool}")
                     for c in calls
                 ]
                 out.append(ChatMessage(role="user", content="\n".join(lines)))
@@ -105,7 +119,7 @@ def build_history(
                 out.append(
                     ChatMessage(
                         role="tool",
-                        content=json.dumps(result),
+                        content=data(json.dumps(result), f"result of {c.tool}"),
                         tool_call_id=call_request_id(c),
                         name=c.tool,
                         is_error=not result.get("success", False),
@@ -123,7 +137,9 @@ def build_history(
                 out.append(
                     ChatMessage(
                         role="user",
-                        content=format_tool_results([(c.tool, _result(c)) for c in calls]),
+                        content=format_tool_results(
+                            [(c.tool, _result(c)) for c in calls], marker=marker
+                        ),
                         images=[p for c in calls for p in pictures(c)],
                     )
                 )

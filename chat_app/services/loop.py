@@ -28,7 +28,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from chat_app.events import message_publish
-from chat_app.fallback import fallback_prompt_block, parse_tool_calls
+from chat_app.fallback import data_text, fallback_prompt_block, parse_tool_calls, repeats_data
 from chat_app.models import Agent, Message, Provider, Turn
 from chat_app.providers import (
     ChatMessage,
@@ -55,6 +55,7 @@ from chat_app.services.turns import turn_advance, turn_finish
 from controlcenter.db import rows
 from tools_app import selectors
 from tools_app.events import toolcall_publish
+from tools_app.models import ToolCall
 from tools_app.platform.prompt import platform_prompt
 from tools_app.registry import BaseTool
 from tools_app.runtime import BindContext, scope_narrow
@@ -66,6 +67,7 @@ from tools_app.services.binding import (
     toolcall_dispatch,
     toolcall_store,
 )
+from tools_app.untrusted import UNTRUSTED_RULE
 
 logger = logging.getLogger(__name__)
 
@@ -240,6 +242,7 @@ def _round_prepare(turn_id: int, *, runner: str, clients: ClientCache | None) ->
 
 def _build_request(plan: RoundPlan, turn: Turn) -> None:
     system = plan.agent.system_prompt.strip() or DEFAULT_SYSTEM_PROMPT
+    system = f"{system}\n\n{UNTRUSTED_RULE}"
     # Platform tools: the user's core memory and the skill index, in every system prompt.
     system += platform_prompt(
         user_id=plan.user_id,
@@ -392,7 +395,7 @@ def _round_complete(plan: RoundPlan, text: str, outcome: ModelReply | BaseExcept
         turn_finish(turn, status=Turn.Status.FAILED, error=error, notice=f"⚠ {error}")
         return
     _close_message(plan, outcome.text, state=Message.State.COMPLETE)
-    requests = _tool_requests(outcome, native=plan.native)
+    requests = _tool_requests(outcome, native=plan.native, turn_id=plan.turn_id)
     if not requests:
         turn_finish(turn, status=Turn.Status.SUCCEEDED)
         return
@@ -412,12 +415,26 @@ def round_crashed(turn_id: int, exc: BaseException) -> None:
     turn_finish(turn, status=Turn.Status.FAILED, error=error, notice=f"⚠ {error}")
 
 
-def _tool_requests(reply: ModelReply, *, native: bool) -> list[CallRequest]:
+def _tool_requests(reply: ModelReply, *, native: bool, turn_id: int) -> list[CallRequest]:
     if native:
         return [
             CallRequest(tool=c.name, arguments=c.arguments, call_id=c.id, index=i)
             for i, c in enumerate(reply.tool_calls)
         ]
+    parsed = parse_tool_calls(reply.text)
+    if parsed:
+        # A block the model copied from a result (a page saying ">>> RUN COMMAND: …") is a
+        # quotation, not a call.
+        results = ToolCall.objects.filter(turn_id=turn_id).values_list("result", "output")
+        data = data_text(results)
+        kept = [p for p in parsed if not repeats_data(p, data)]
+        if len(kept) < len(parsed):
+            logger.warning(
+                "turn %s: %d call block(s) repeat text of a tool result; left as text",
+                turn_id,
+                len(parsed) - len(kept),
+            )
+        parsed = kept
     return [
         CallRequest(
             tool=p.name,
@@ -426,7 +443,7 @@ def _tool_requests(reply: ModelReply, *, native: bool) -> list[CallRequest]:
             index=i,
             parse_error=p.error,
         )
-        for i, p in enumerate(parse_tool_calls(reply.text))
+        for i, p in enumerate(parsed)
     ]
 
 

@@ -131,8 +131,10 @@ def turn_start(
         message.turn = turn
         rows.insert(message)
         titled = conversation_touch(conversation, first_text=text)
-        _queue_round(turn.pk)
+    # The person's message goes out before the round is queued: whatever the round publishes
+    # (its reply, a refused call's card) must follow it on the page.
     message_publish(message, calls=[])
+    _queue_round(turn.pk)
     if titled:
         conversation_publish(conversation)
     turn_publish(turn)

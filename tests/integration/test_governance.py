@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from pydantic import BaseModel, Field
 
@@ -11,7 +9,7 @@ from chat_app.models import Agent, Conversation, Turn
 from chat_app.services.agents import AgentImportError, agents_export, agents_import
 from chat_app.services.turns import turn_start, turn_stop
 from tests.conftest import wait_turn
-from tests.helpers import wait_for
+from tests.helpers import tool_json, wait_for
 from tests.llm_server import Call, Reply
 from tools_app.models import AuditRecord, ToolCall, ToolFunctionConfig, ToolGroupConfig
 from tools_app.registry import BaseTool, unregister_tool
@@ -55,7 +53,7 @@ def test_a_denied_call_tells_the_model(worker, conversation, user, llm, provider
     toolcall_decide(user=user, call_id=call.pk, approve=False)
     assert wait_turn(turn.pk).status == Turn.Status.SUCCEEDED
     tool_msg = next(m for m in llm.requests[1]["messages"] if m["role"] == "tool")
-    assert "denied by alice" in json.loads(tool_msg["content"])["error"]
+    assert "denied by alice" in tool_json(tool_msg["content"])["error"]
 
 
 def test_edited_arguments_are_validated_again(worker, conversation, user, llm, provider):

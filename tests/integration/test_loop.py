@@ -3,14 +3,13 @@ both provider protocols, provider errors, malformed calls."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from django.test import override_settings
 
 from chat_app.models import Message, Provider, Turn
 from chat_app.services.turns import turn_start
 from tests.conftest import wait_turn
+from tests.helpers import tool_json
 from tests.llm_server import Call, Reply, ScriptedLLM
 from tools_app.models import ToolCall
 
@@ -143,4 +142,4 @@ def test_malformed_native_arguments_become_an_error_result(
     assert call.status == "failed"
     assert "not valid JSON" in call.error
     tool_msg = next(m for m in llm.requests[1]["messages"] if m["role"] == "tool")
-    assert json.loads(tool_msg["content"]) == {"success": False, "error": call.error}
+    assert tool_json(tool_msg["content"]) == {"success": False, "error": call.error}

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from chat_app.models import Message, Turn
 from chat_app.services.turns import turn_start, turn_stop
 from tests.conftest import wait_turn
-from tests.helpers import wait_for
+from tests.helpers import tool_json, wait_for
 from tests.llm_server import Call, Reply
 from tools_app.models import ToolCall
 
@@ -54,7 +52,7 @@ def test_it_runs_a_turn_with_two_parallel_tool_calls(worker, conversation, user,
     second = llm.requests[1]
     tool_msgs = [m for m in second["messages"] if m["role"] == "tool"]
     assert {m["tool_call_id"] for m in tool_msgs} == {c.call_id for c in calls}
-    assert all(json.loads(m["content"])["success"] for m in tool_msgs)
+    assert all(tool_json(m["content"])["success"] for m in tool_msgs)
 
 
 def test_it_reports_invalid_arguments_to_the_model(worker, conversation, user, llm, provider):
@@ -70,7 +68,7 @@ def test_it_reports_invalid_arguments_to_the_model(worker, conversation, user, l
     assert "timezone" in calls[0].error
     assert calls[1].status == "failed"
     assert "unknown tool 'nope'" in calls[1].error
-    results = [json.loads(m["content"]) for m in llm.requests[1]["messages"] if m["role"] == "tool"]
+    results = [tool_json(m["content"]) for m in llm.requests[1]["messages"] if m["role"] == "tool"]
     assert results[0]["success"] is False and "Mars/Olympus" in results[0]["error"]
 
 

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tests.helpers import data_of
 from tests.llm_server import Call, Reply, ScriptedLLM
 
 SHELL = "shell_exec"
@@ -68,6 +69,8 @@ class Transcript:
 
 
 def _json(text: Any) -> dict[str, Any]:
+    if isinstance(text, str) and text.startswith("<<untrusted-data "):
+        text = data_of(text)
     value = json.loads(text if isinstance(text, str) else json.dumps(text))
     assert isinstance(value, dict), f"a tool result is not a JSON object: {text!r}"
     return value

@@ -29,7 +29,8 @@ def conversation_check(
     from chat_app.models import Conversation
 
     text = chat_id.strip()
-    if not text.isdigit() or len(text) > 18:
+    # isdigit() alone also admits "²" and other digits int() refuses.
+    if not (text.isascii() and text.isdigit()) or len(text) > 18:
         raise PolicyDenied(f"chat_id must be a conversation id (a number), not {chat_id!r}")
     target = int(text)
     if user_id is None or not Conversation.objects.filter(pk=target, owner_id=user_id).exists():

@@ -2,7 +2,9 @@
 index of skills (names and descriptions only; skill_load gives the full text).
 
 ``platform_prompt`` is the one call the agent loop makes; each block also has its own
-service (``memory_core_prompt``, ``skills_prompt``) for other callers and tests.
+service (``memory_core_prompt``, ``skills_prompt``) for other callers and tests. Tools write
+both (memory_core_update, a skill file in the workspace), so each block stands between
+untrusted-data markers (``tools_app.untrusted``).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Collection
 
 from tools_app import selectors
 from tools_app.runtime import workspace_dir_for, workspace_id_for
+from tools_app.untrusted import marker_id, untrusted
 
 logger = logging.getLogger(__name__)
 
@@ -51,9 +54,13 @@ def platform_prompt(
     skill_load is among them). Never raises: a turn goes on without the blocks."""
     blocks = []
     try:
-        blocks.append(core_memory_prompt(user_id))
+        blocks.append(("core memory", core_memory_prompt(user_id)))
         if offered is None or "skill_load" in offered:
-            blocks.append(skills_prompt(user_id=user_id, conversation_id=conversation_id))
+            skills = skills_prompt(user_id=user_id, conversation_id=conversation_id)
+            blocks.append(("skills", skills))
     except Exception:
         logger.exception("building the platform prompt blocks failed")
-    return "".join(f"\n\n{b}" for b in blocks if b)
+    marker = marker_id(conversation_id, user_id)
+    return "".join(
+        f"\n\n{untrusted(text, source=source, marker=marker)}" for source, text in blocks if text
+    )

@@ -60,7 +60,7 @@ def cron_normalise(expression: str) -> str:
 def zone(name: str) -> ZoneInfo:
     try:
         return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
+    except (ZoneInfoNotFoundError, ValueError, OSError) as exc:  # OSError: a name too long
         raise CronInvalid(f"unknown time zone {name!r}") from exc
 
 

@@ -103,8 +103,19 @@ def _parse_arguments(request: CallRequest) -> dict[str, Any]:
     return _valid_text(request, value)
 
 
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(v) for v in value)
+    return False
+
+
 def _valid_text(request: CallRequest, value: dict[str, Any]) -> dict[str, Any]:
-    # JSON may spell lone surrogates ("\udcc0"); no database stores them as text.
+    # JSON may spell lone surrogates ("\udcc0") or NUL ("\u0000"); no database stores them
+    # as text (PostgreSQL refuses NUL in text and jsonb).
     try:
         json.dumps(value, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
@@ -113,6 +124,12 @@ def _valid_text(request: CallRequest, value: dict[str, Any]) -> dict[str, Any]:
             f"arguments for {request.tool} contain text that is not valid Unicode "
             "(a lone surrogate such as \\udcc0)",
         ) from None
+    if _has_nul(value):
+        raise _Refused(
+            ToolCall.Status.FAILED,
+            f"arguments for {request.tool} contain a NUL character (\\u0000), which no text "
+            "field can hold",
+        )
     return value
 
 
@@ -260,11 +277,13 @@ def toolcall_check(
         message_id=message_id,
         user_id=ctx.user_id,
         source=ctx.source,
-        call_id=request.call_id,
+        call_id=request.call_id[:128],
         index=request.index,
-        tool=request.tool,
+        tool=request.tool[:64],
         # Kept as the model sent it, minus anything no database can store as text.
-        raw_arguments=raw_text.encode("utf-8", "backslashreplace").decode("utf-8"),
+        raw_arguments=raw_text.encode("utf-8", "backslashreplace")
+        .decode("utf-8")
+        .replace("\x00", "\\u0000"),
         scope=ctx.scope,
     )
     # One rule for every way in: what the caller offers, within what the originator may use.
@@ -295,6 +314,12 @@ def toolcall_check(
             raise _Refused(ToolCall.Status.FAILED, exc.message) from None
     except _Refused as refused:
         _refuse(call, refused)
+        return CheckedCall(call)
+    except Exception:
+        # A check that breaks on odd input (a bug to fix) refuses the call like any other
+        # refusal: stored, audited, with words that reveal nothing of the server.
+        logger.exception("binding %s crashed on its arguments", request.tool)
+        _refuse(call, _Refused(ToolCall.Status.FAILED, _crashed(request.tool)))
         return CheckedCall(call)
     call.policy_verdict = "allowed"
     call.latent = is_latent(tool)
@@ -335,6 +360,13 @@ def toolcall_store(
         # instead of two on the hot path.
         audit_call(call, new=True)
     return call
+
+
+def _crashed(tool: str) -> str:
+    return (
+        f"{tool[:64]} could not check these arguments (an internal error, logged for the "
+        "admins); try other values"
+    )
 
 
 def _refuse(call: ToolCall, refused: _Refused) -> None:

@@ -16,7 +16,7 @@ from django.template.loader import render_to_string
 from chat_app.models import Conversation, Message, Turn
 from chat_app.services.turns import turn_start, turn_stop
 from tests.conftest import wait_turn
-from tests.helpers import wait_for
+from tests.helpers import tool_json, wait_for
 from tests.llm_server import Call, Reply
 from tests.tools.calls import ok, run_tool
 from tests.tools.conftest import configure
@@ -39,7 +39,7 @@ def first_user_text(body: dict[str, Any]) -> str:
 
 
 def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
-    return [json.loads(m["content"]) for m in body["messages"] if m["role"] == "tool"]
+    return [tool_json(m["content"]) for m in body["messages"] if m["role"] == "tool"]
 
 
 @pytest.mark.modes

@@ -38,7 +38,7 @@ class SchedulesSettings(GroupSettings):
     def _zone(cls, value: str) -> str:
         try:
             ZoneInfo(value.strip())
-        except (ZoneInfoNotFoundError, ValueError) as exc:
+        except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
             raise ValueError(f"unknown time zone {value!r}") from exc
         return value.strip()
 

@@ -24,7 +24,7 @@ class CurrentTime(BaseTool, group="time"):
             return "UTC"
         try:
             ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError) as exc:
+        except (ZoneInfoNotFoundError, ValueError, OSError) as exc:  # OSError: a name too long
             hint = sorted(z for z in available_timezones() if value.lower() in z.lower())[:5]
             more = f" (did you mean {', '.join(hint)}?)" if hint else ""
             raise ValueError(f"unknown timezone {value!r}{more}") from exc
