@@ -37,6 +37,7 @@ class ProviderForm(forms.ModelForm):
             "base_url",
             "api_key",
             "model",
+            "allowed_models",
             "native_tools",
             "tools_supported",
             "timeout_seconds",
@@ -45,6 +46,12 @@ class ProviderForm(forms.ModelForm):
             "image_input",
             "is_default",
         ]
+
+    def clean_allowed_models(self) -> list[str]:
+        value = self.cleaned_data.get("allowed_models") or []
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise forms.ValidationError('a JSON list of model names, e.g. ["gpt-4o-mini"]')
+        return [v.strip() for v in value if v.strip()]
 
     def clean(self) -> dict[str, object]:
         data = super().clean() or {}

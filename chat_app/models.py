@@ -27,6 +27,12 @@ class Provider(models.Model):
     )
     api_key = EncryptedTextField(help_text="Encrypted at rest; write-only in forms.")
     model = models.CharField(max_length=200)
+    allowed_models = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Other model names of this endpoint that schedules and subagents may ask for "
+        '(a JSON list, e.g. ["gpt-4o-mini"]); empty: only the model above or an agent\'s own.',
+    )
     native_tools = models.CharField(
         max_length=8, choices=NativeTools.choices, default=NativeTools.AUTO
     )

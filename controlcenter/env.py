@@ -8,6 +8,7 @@ A ``<NAME>_FILE`` variable, when set, is read instead of ``<NAME>`` (for Docker 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -62,10 +63,11 @@ def envfloat(name: str, default: float) -> float:
 
 
 def envlist(name: str, default: list[str] | None = None) -> list[str]:
-    raw = os.environ.get(name)
+    """Comma-separated; from ``<NAME>_FILE`` (one item per line or comma-separated) if set."""
+    raw = envstr(name) if os.environ.get(f"{name}_FILE") else os.environ.get(name)
     if raw is None:
         return list(default or [])
-    return [item.strip() for item in raw.split(",") if item.strip()]
+    return [item.strip() for item in re.split(r"[,\n]", raw) if item.strip()]
 
 
 def envchoice(name: str, choices: tuple[str, ...], default: str) -> str:

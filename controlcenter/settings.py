@@ -274,8 +274,9 @@ LLM = {
     "timeout": envfloat("LLM_TIMEOUT", 120.0),
 }
 # Fernet keys for secrets at rest (controlcenter/secrets.py): the first encrypts, all decrypt.
-# Unset: one key derived from SECRET_KEY. Rotation: README "Secrets at rest".
-SECRETS_KEYS = [k.strip() for k in envstr("SECRETS_KEYS").split(",") if k.strip()]
+# Unset: one key derived from SECRET_KEY, which by default lives in var/ beside the SQLite
+# database; SECRETS_KEYS_FILE (one key per line) keeps them elsewhere. README "Secrets at rest".
+SECRETS_KEYS = envlist("SECRETS_KEYS")
 # stdio MCP servers are installed into this virtualenv (manage.py mcp_servers install PKG);
 # it is mounted read-only into their sandbox.
 MCP_SERVERS_VENV = Path(envstr("MCP_SERVERS_VENV", str(VAR_DIR / "mcp-venv"))).resolve()

@@ -9,6 +9,7 @@ from django.conf import settings
 
 from chat_app.models import Conversation, Provider
 from chat_app.providers import ClientCache, LLMProvider, make_provider
+from chat_app.services.agents import agent_for_conversation
 from tools_app.selectors import config_memo
 
 logger = logging.getLogger(__name__)
@@ -56,6 +57,18 @@ def provider_for_conversation(conversation: Conversation) -> Provider | None:
             lambda: next(iter(Provider.objects.filter(pk=provider_id).order_by()), None),
         )
     return config_memo(("provider", None), provider_default)
+
+
+def models_allowed(*, conversation_id: int | None) -> list[str]:
+    """The model names a turn in this conversation may ask for instead of its agent's (a
+    schedule's or a subagent's ``model``): the agent's model, its provider's, and the
+    provider's ``allowed_models``. None: a new conversation (the default agent)."""
+    found = Conversation.objects.filter(pk=conversation_id).first() if conversation_id else None
+    conversation = found or Conversation()
+    agent = agent_for_conversation(conversation)
+    provider = agent.provider or provider_for_conversation(conversation)
+    names = [agent.model, *([provider.model, *provider.allowed_models] if provider else [])]
+    return list(dict.fromkeys(str(n) for n in names if n))
 
 
 def provider_client(

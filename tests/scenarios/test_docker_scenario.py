@@ -7,7 +7,8 @@ reads each result before it goes on: ``docker_list_containers`` → ``docker_ins
 default) → an answer that says so. A staff user then opens the Tools Manager in another
 browser context, adds ``exec`` to the Docker group's allowed operations through the real
 form and saves; the person asks again and the command runs, its output in the card. The
-settings change is in the audit log with its before and after.
+settings change is in the audit log with its before and after. (The Docker group is for
+staff only by default; an admin opened it to everyone before the scenario starts.)
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from tests.scenarios.agent import (
     scripted_agent,
     succeeded,
 )
-from tools_app.models import AuditRecord, ToolCall
+from tools_app.models import AuditRecord, ToolCall, ToolGroupConfig
 
 pytestmark = [pytest.mark.e2e, pytest.mark.modes]
 
@@ -201,6 +202,7 @@ def test_a_person_checks_a_container_and_exec_works_once_an_admin_allows_it(
     page, browser, app_server, user, staff_user, conversation, llm, provider, web_container
 ):
     web = web_container
+    ToolGroupConfig.objects.create(name="docker", settings={"staff_only": False})
     task = f"Check the status of container {web.name}"
     scripted_agent(llm, first_plan(web, task), dialect="openai", task=task)
 

@@ -95,3 +95,49 @@ def test_dumps_never_contain_the_plain_secret() -> None:
     out = io.StringIO()
     call_command("dumpdata", "chat_app.provider", stdout=out)
     assert "sk-dump-me" not in out.getvalue() and "fernet:" not in out.getvalue()
+
+
+def test_it_takes_the_keys_from_a_file_outside_var(tmp_path):
+    """Issue 20: by default the key is derived from var/secret_key, beside the SQLite database,
+    so a copy of var/ decrypts every secret. SECRETS_KEYS_FILE (one key per line, e.g. a
+    Docker or systemd secret) keeps the keys elsewhere."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    first, second = secrets.new_key(), secrets.new_key()
+    key_file = tmp_path / "keys" / "secrets_keys"
+    key_file.parent.mkdir()
+    key_file.write_text(f"{first}\n{second}\n")
+    var = tmp_path / "var"
+    show = "from django.conf import settings; print(','.join(settings.SECRETS_KEYS))"
+    proc = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", show],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "CC_VAR_DIR": str(var), "SECRETS_KEYS_FILE": str(key_file)},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == f"{first},{second}"
+
+
+@pytest.mark.django_db
+def test_keys_from_a_file_encrypt_and_rotate(monkeypatch, tmp_path) -> None:
+    from controlcenter.env import envlist
+
+    old, new = secrets.new_key(), secrets.new_key()
+    key_file = tmp_path / "secrets_keys"
+    monkeypatch.setenv("SECRETS_KEYS_FILE", str(key_file))
+    key_file.write_text(f"{old}\n")
+    with override_settings(SECRETS_KEYS=envlist("SECRETS_KEYS")):
+        provider = Provider.objects.create(name="p", model="m", api_key="sk-from-file")
+    key_file.write_text(f"{new}\n{old}\n")  # a new key first, the old one kept to decrypt
+    with override_settings(SECRETS_KEYS=envlist("SECRETS_KEYS")):
+        call_command("rotate_secrets", stdout=open("/dev/null", "w"))  # noqa: SIM115
+    key_file.write_text(f"{new}\n")
+    with override_settings(SECRETS_KEYS=envlist("SECRETS_KEYS")):
+        assert Provider.objects.get(pk=provider.pk).api_key == "sk-from-file"
+    with override_settings(SECRETS_KEYS=[]), pytest.raises(secrets.SecretDecryptionError):
+        Provider.objects.get(pk=provider.pk)  # var/secret_key no longer decrypts it

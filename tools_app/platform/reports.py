@@ -19,8 +19,13 @@ import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import cast
 
+from django.conf import settings
+
+from tools_app.models import ToolCall
 from tools_app.platform.safe_files import Missing, Refused, read_beneath
+from tools_app.runtime import workspace_id_for
 
 REPORT_NAME = re.compile(r"^\d{8}_\d{6}(?:_\d+)?_[A-Za-z0-9_-]{1,80}\.md$")
 _CITATION = re.compile(r"\[(\d{1,4})\]")
@@ -115,7 +120,9 @@ def report_read(*, workspace: Path, folder: str, name: str, max_bytes: int) -> b
     return read_beneath(workspace, [folder, name], max_bytes=max_bytes, truncate=False).data
 
 
-def reports_list(*, workspace: Path, folder: str, limit: int = 200) -> list[dict[str, object]]:
+def reports_list(
+    *, workspace: Path, folder: str, limit: int | None = 200
+) -> list[dict[str, object]]:
     """The conversation's reports, newest first: name, size, modified (epoch seconds)."""
     try:
         fd = _reports_fd(workspace, folder, create=False)
@@ -130,8 +137,40 @@ def reports_list(*, workspace: Path, folder: str, limit: int = 200) -> list[dict
             if not stat.S_ISREG(st.st_mode):
                 continue
             out.append({"name": name, "size": st.st_size, "modified": int(st.st_mtime)})
-            if len(out) >= limit:
+            if limit is not None and len(out) >= limit:
                 break
     finally:
         os.close(fd)
     return out
+
+
+def report_quota_check(
+    *, user_id: int, folder: str, adding: int, max_reports: int, max_bytes: int
+) -> None:
+    """Refused when one more report of ``adding`` bytes would take the user past a limit.
+    Reports are files in the workspaces of the conversations where the user wrote one; a
+    report deleted (or its conversation) no longer counts."""
+    conversations = set(
+        ToolCall.objects.filter(
+            user_id=user_id, tool="create_report", status=ToolCall.Status.SUCCEEDED
+        )
+        .order_by()
+        .values_list("conversation_id", flat=True)
+    )
+    root = Path(settings.WORKSPACES_DIR)
+    count = size = 0
+    for conversation_id in conversations:
+        workspace = root / workspace_id_for(conversation_id=conversation_id, user_id=user_id)
+        for row in reports_list(workspace=workspace, folder=folder, limit=None):
+            count += 1
+            size += cast(int, row["size"])
+    delete = "delete old reports (or the conversations that hold them) first"
+    if count >= max_reports:
+        raise Refused(
+            f"you have {count:,} reports; the limit is {max_reports:,} per user — {delete}"
+        )
+    if size + adding > max_bytes:
+        raise Refused(
+            f"your reports take {size:,} bytes and this one {adding:,}; the limit is "
+            f"{max_bytes:,} bytes per user — {delete}"
+        )

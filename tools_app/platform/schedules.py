@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -67,6 +67,13 @@ def zone(name: str) -> ZoneInfo:
 def cron_times(expression: str, *, tz: str, after: datetime) -> CronSim:
     """The firing times after ``after`` (an iterator of aware datetimes in ``tz``)."""
     text = cron_normalise(expression)
+    fields = len(text.split())
+    if fields != 5:
+        # cronsim also reads a sixth field (seconds): "* * * * * *" would fire every second.
+        raise CronInvalid(
+            f"invalid cron expression {expression!r}: Wrong number of fields ({fields}, not 5; "
+            f"there is no seconds field) ({CRON_HELP})"
+        )
     start = after.astimezone(zone(tz)).replace(second=0, microsecond=0)
     try:
         return CronSim(text, start)
@@ -95,13 +102,16 @@ def cron_check(expression: str, *, tz: str = "UTC", min_interval_minutes: int = 
         raise CronInvalid(f"invalid cron expression {expression!r}: {exc} ({CRON_HELP})") from exc
     if not upcoming:
         raise CronInvalid(f"the cron expression {expression!r} never fires")
-    if min_interval_minutes > 1 and len(upcoming) > 1:
-        shortest = min(b - a for a, b in zip(upcoming, upcoming[1:], strict=False))
-        if shortest < timedelta(minutes=min_interval_minutes):
+    # Always, even at the one-minute floor; in UTC, as local wall-clock times repeat at DST.
+    minimum = max(1, min_interval_minutes)
+    instants = [t.astimezone(UTC) for t in upcoming]
+    if len(instants) > 1:
+        shortest = min(b - a for a, b in zip(instants, instants[1:], strict=False))
+        if shortest < timedelta(minutes=minimum):
             raise CronInvalid(
                 f"the cron expression {expression!r} fires every "
                 f"{int(shortest.total_seconds() // 60)} minute(s); the shortest interval "
-                f"allowed is {min_interval_minutes} minutes"
+                f"allowed is {minimum} minute{'s' if minimum > 1 else ''}"
             )
     return cron_normalise(expression)
 

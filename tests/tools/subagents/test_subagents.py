@@ -48,6 +48,8 @@ def test_spawn_returns_at_once_and_the_answer_arrives_later(
 ):
     gate = threading.Event()
     models: list[str] = []
+    provider.allowed_models = ["helper-model"]  # a model name the helper may ask for
+    provider.save(update_fields=["allowed_models"])
 
     def model(body: dict[str, Any]) -> Reply:
         if first_user_text(body) == TASK:  # the subagent: busy until the test lets it answer

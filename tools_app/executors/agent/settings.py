@@ -15,6 +15,19 @@ class AgentToolSettings(GroupSettings):
         le=20_000_000,
         description="Largest report create_report may write (UTF-8 bytes of its content).",
     )
+    max_reports_per_user: int = Field(
+        200,
+        ge=1,
+        le=100_000,
+        description="Reports one user may keep across their conversations; create_report is "
+        "refused above it until old ones are deleted.",
+    )
+    max_report_bytes_per_user: int = Field(
+        50_000_000,
+        ge=1_000,
+        le=10_000_000_000,
+        description="Bytes of reports one user may keep across their conversations.",
+    )
     reports_folder: str = Field(
         "reports",
         pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$",

@@ -9,6 +9,8 @@ from pydantic import Field
 
 from tools_app.errors import PolicyDenied
 from tools_app.executors.agent.settings import AgentToolSettings
+from tools_app.platform.reports import report_quota_check
+from tools_app.platform.safe_files import Refused
 from tools_app.registry import BaseTool
 from tools_app.runtime import BindContext
 
@@ -177,3 +179,14 @@ class CreateReport(BaseTool, group="agent"):
             raise PolicyDenied(
                 f"the report is {size:,} bytes; the limit is {settings.max_report_bytes:,}"
             )
+        if ctx.user_id is not None:
+            try:
+                report_quota_check(
+                    user_id=ctx.user_id,
+                    folder=settings.reports_folder,
+                    adding=size,
+                    max_reports=settings.max_reports_per_user,
+                    max_bytes=settings.max_report_bytes_per_user,
+                )
+            except Refused as exc:
+                raise PolicyDenied(str(exc)) from None

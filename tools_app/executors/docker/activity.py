@@ -23,6 +23,8 @@ from tools_app.executors.shell.policy import split_argv
 from tools_app.registry import activity
 from tools_app.runtime import ActivityContext
 
+REDACTED = "[redacted]"
+
 
 def _settings(ctx: ActivityContext) -> DockerSettings:
     return ctx.settings  # type: ignore[return-value]
@@ -42,6 +44,16 @@ def _summary(container: Any) -> dict[str, Any]:
         "exit_code": state.get("ExitCode"),
         "started_at": state.get("StartedAt"),
     }
+
+
+def env_shown(env: list[str], *, values: bool) -> dict[str, str]:
+    """A container's ``NAME=value`` list as a dict; values often hold passwords and keys,
+    so they are redacted unless the admin setting ``show_env`` allows them."""
+    shown: dict[str, str] = {}
+    for entry in env:
+        name, _, value = entry.partition("=")
+        shown[name] = value if values else REDACTED
+    return dict(sorted(shown.items()))
 
 
 @activity("docker_list_containers")
@@ -91,8 +103,7 @@ def docker_inspect(args: DockerInspect, ctx: ActivityContext) -> dict[str, Any]:
         ][-3:],
         "command": config.get("Cmd"),
         "entrypoint": config.get("Entrypoint"),
-        # Values of environment variables often hold secrets: names only.
-        "env_names": sorted(e.split("=", 1)[0] for e in config.get("Env") or []),
+        "env": env_shown(config.get("Env") or [], values=settings.show_env),
         "labels": config.get("Labels") or {},
         "restart_policy": (host.get("RestartPolicy") or {}).get("Name"),
         "ports": (attrs.get("NetworkSettings") or {}).get("Ports"),

@@ -14,6 +14,16 @@ READ_ONLY: list[Operation] = ["list", "inspect", "logs"]
 
 class DockerSettings(GroupSettings):
     timeout_seconds: int = Field(30, ge=1, le=600, description="Longest an operation may run (s).")
+    staff_only: bool = Field(
+        True,
+        description="Only admins (staff) may use the Docker tools; off: every user, within the "
+        "allowed operations and containers.",
+    )
+    show_env: bool = Field(
+        False,
+        description="docker_inspect shows the values of a container's environment variables "
+        "(they often hold passwords and keys); off: their names, values redacted.",
+    )
     engine: str = Field(
         "",
         description="Engine address: a socket path (/var/run/docker.sock) or URL "

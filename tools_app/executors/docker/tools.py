@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from django.contrib.auth import get_user_model
 from pydantic import Field
 
 from tools_app.errors import PolicyDenied
@@ -11,10 +12,24 @@ from tools_app.registry import BaseTool
 from tools_app.runtime import BindContext
 
 
+def is_staff(user_id: int | None) -> bool:
+    if user_id is None:
+        return False
+    users = get_user_model().objects.filter(pk=user_id, is_active=True, is_staff=True)
+    return users.exists()
+
+
 class _DockerTool(BaseTool, abstract=True):
     docker_operation: ClassVar[str] = "list"
 
     def check_policy(self, settings: DockerSettings, ctx: BindContext) -> None:  # type: ignore[override]
+        # The engine sees every container of the host, the app's own included: admins only
+        # unless an admin decides otherwise.
+        if settings.staff_only and not is_staff(ctx.user_id):
+            raise PolicyDenied(
+                "the Docker tool is for admins only (an admin can open it to everyone in the "
+                "Tools Manager)"
+            )
         op = type(self).docker_operation
         if op not in settings.allowed_operations:
             raise PolicyDenied(
@@ -39,7 +54,8 @@ class _OneContainer(_DockerTool, abstract=True):
 
 
 class DockerInspect(_OneContainer, group="docker"):
-    """Show a container's state, health, restart count, image, ports, mounts and labels."""
+    """Show a container's state, health, restart count, image, ports, mounts, labels and
+    environment variable names (values only when an admin allows it)."""
 
     docker_operation: ClassVar[str] = "inspect"
 

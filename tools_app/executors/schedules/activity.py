@@ -35,7 +35,9 @@ def _agent_of(conversation_id: int | None) -> int | None:
 def schedule_add(args: ScheduleAdd, ctx: ActivityContext) -> dict[str, Any]:
     settings: SchedulesSettings = ctx.settings  # type: ignore[assignment]
     user_id = _user(ctx)
-    check_model(args.model, settings.allowed_models)
+    check_model(
+        args.model, settings.allowed_models, conversation_id=args.inject_into or ctx.conversation_id
+    )
     schedule = schedules.schedule_add(
         user_id=user_id,
         spec=schedules.NewSchedule(

@@ -29,8 +29,8 @@ class SchedulesSettings(GroupSettings):
     )
     allowed_models: list[str] = Field(
         default_factory=list,
-        description="Model names a schedule may ask for, one per line (empty: any model of "
-        "the agent's provider).",
+        description="Model names a schedule may ask for, one per line (empty: the agent's "
+        "model, its provider's, or one of the provider's allowed models).",
     )
 
     @field_validator("timezone")

@@ -23,9 +23,19 @@ def needs_user(ctx: BindContext) -> int:
     return ctx.user_id
 
 
-def check_model(model: str | None, allowed: list[str]) -> None:
-    if model and allowed and model not in allowed:
-        raise PolicyDenied(f"model {model!r} is not allowed (allowed: {', '.join(allowed)})")
+def check_model(model: str | None, allowed: list[str], *, conversation_id: int | None) -> None:
+    """A schedule's or a subagent's own model: one the group's settings list or, when they
+    list none, one the provider of the turn's conversation allows (never any name)."""
+    if not model:
+        return
+    if not allowed:
+        from chat_app.services.providers import models_allowed
+
+        allowed = models_allowed(conversation_id=conversation_id)
+    if model not in allowed:
+        raise PolicyDenied(
+            f"model {model!r} is not allowed (allowed: {', '.join(allowed) or 'none'})"
+        )
 
 
 class ScheduleAdd(BaseTool, group="schedules"):
@@ -76,7 +86,6 @@ class ScheduleAdd(BaseTool, group="schedules"):
                 f"the message is {len(self.message):,} characters; "
                 f"the limit is {settings.max_message_chars:,}"
             )
-        check_model(self.model, settings.allowed_models)
         try:
             cron_check(
                 self.cron, tz=settings.timezone, min_interval_minutes=settings.min_interval_minutes
@@ -85,6 +94,11 @@ class ScheduleAdd(BaseTool, group="schedules"):
             raise PolicyDenied(str(exc)) from exc
         if self.inject_into is not None:
             conversation_owned(conversation_id=self.inject_into, user_id=user_id)
+        check_model(
+            self.model,
+            settings.allowed_models,
+            conversation_id=self.inject_into or ctx.conversation_id,
+        )
         quota_check(user_id=user_id, limit=settings.max_per_user)
 
 

@@ -19,7 +19,7 @@ def subagent_spawn(args: SubagentSpawn, ctx: ActivityContext) -> dict[str, Any]:
     settings: SubagentsSettings = ctx.settings  # type: ignore[assignment]
     if ctx.user_id is None:
         raise PolicyDenied("subagents belong to a user; this call has none")
-    check_model(args.model, settings.allowed_models)
+    check_model(args.model, settings.allowed_models, conversation_id=ctx.conversation_id)
     if args.inject_into is not None:
         conversation_owned(conversation_id=args.inject_into, user_id=ctx.user_id)
     subagent = subagents.subagent_spawn(

@@ -46,9 +46,10 @@ class SubagentSpawn(BaseTool, group="subagents"):
                 f"the task is {len(self.message):,} characters; "
                 f"the limit is {settings.max_message_chars:,}"
             )
-        check_model(self.model, settings.allowed_models)
         if self.inject_into is not None:
             conversation_owned(conversation_id=self.inject_into, user_id=ctx.user_id)
+        # The helper's conversation takes this one's agent and provider.
+        check_model(self.model, settings.allowed_models, conversation_id=ctx.conversation_id)
         limits_check(
             user_id=ctx.user_id,
             conversation_id=ctx.conversation_id,
