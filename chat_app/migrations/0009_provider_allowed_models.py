@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('chat_app', '0007_turn_model_and_message_origin'),
+        ('chat_app', '0008_tool_scope'),
     ]
 
     operations = [
