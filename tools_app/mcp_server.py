@@ -200,17 +200,21 @@ class McpEndpoint:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        from tools_app.services.api_tokens import api_token_hit, api_token_verify
+        from tools_app.services.api_tokens import TokenError, api_token_hit, api_token_verify
 
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         auth = headers.get("authorization", "")
         raw = auth[7:].strip() if auth[:7].lower() == "bearer " else ""
-        token = await sync_to_async(api_token_verify)(raw) if raw else None
+        refused = "a valid API token is required"
+        try:
+            token = await sync_to_async(api_token_verify)(raw) if raw else None
+        except TokenError as exc:
+            token, refused = None, str(exc)
         if token is None:
             await _json(
                 send,
                 401,
-                {"error": "invalid_token", "error_description": "a valid API token is required"},
+                {"error": "invalid_token", "error_description": refused},
                 extra=[(b"www-authenticate", b'Bearer realm="controlcenter"')],
             )
             return

@@ -17,6 +17,7 @@ from django.utils import timezone
 from tools_app.models import ApiToken
 
 PREFIX = "cc_"
+AGENT_DELETED = "this token's agent profile was deleted; create a new token"
 
 
 class TokenError(ValueError):
@@ -41,6 +42,7 @@ def api_token_create(
         prefix=raw[:10],
         token_hash=token_hash(raw),
         agent=agent,
+        scoped=agent is not None,
         tools=sorted(set(tools or [])),
     )
     return token, raw
@@ -62,7 +64,8 @@ def api_token_revoke(*, token_id: int, user: Any = None) -> ApiToken:
 
 def api_token_verify(raw: str) -> ApiToken | None:
     """The active token for ``raw`` (its user active), or None. Constant work per guess:
-    a lookup by hash, never by the secret itself."""
+    a lookup by hash, never by the secret itself. A real token that can no longer be used
+    (its agent profile deleted) raises TokenError saying why: its holder may know."""
     if not raw.startswith(PREFIX) or len(raw) > 200:
         return None
     token = (
@@ -72,6 +75,8 @@ def api_token_verify(raw: str) -> ApiToken | None:
     )
     if token is None or not token.user.is_active:
         return None
+    if token.agent_deleted:
+        raise TokenError(AGENT_DELETED)
     return token
 
 
@@ -97,9 +102,12 @@ def api_token_hit(token: ApiToken) -> int:
 
 def api_token_allowed_tools(token: ApiToken) -> list[str] | None:
     """The tool names this token may use: its agent's subset (the default agent's when it
-    names none), narrowed by its own list. None: every enabled tool."""
+    was created without one), narrowed by its own list. None: every enabled tool. A token
+    whose agent profile was deleted fails closed (TokenError), never widening to the default."""
     from chat_app.models import Agent
 
+    if token.agent_deleted:
+        raise TokenError(AGENT_DELETED)
     agent = token.agent or Agent.objects.filter(is_default=True).first()
     allowed = agent.allowed_tools() if agent is not None else None
     if token.tools:

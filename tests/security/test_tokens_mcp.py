@@ -1,0 +1,145 @@
+"""Attacks on API tokens and the ``/mcp/`` endpoint (issue 20), against the real app server
+(``manage.py serve``) and the official SDK client: tokens of a deleted agent profile, minting
+without end, ``GET`` streams held open, huge unauthenticated bodies, Agent-group tools called
+though not listed, raw exceptions sent to the client. Those that touch the database's locking
+or the worker run in both modes; the body cap is the web server's alone."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import urllib.error
+import urllib.request
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from tools_app.models import ApiToken, ToolCall
+from tools_app.services.api_tokens import (
+    AGENT_DELETED,
+    TokenError,
+    api_token_allowed_tools,
+    api_token_create,
+    api_token_verify,
+)
+
+MB = 1024 * 1024
+
+
+async def _with_session(url: str, token: str, work: Any) -> Any:
+    import httpx2
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    headers = {"Authorization": f"Bearer {token}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=60)) as http,
+        streamable_http_client(f"{url}/mcp/", http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        return await work(session)
+
+
+def _list(url: str, token: str) -> list[str]:
+    async def work(session: Any) -> Any:
+        return await session.list_tools()
+
+    return [t.name for t in asyncio.run(_with_session(url, token, work)).tools]
+
+
+def _call(url: str, token: str, name: str, arguments: dict[str, Any]) -> str:
+    """What the client gets back, as text: a result, or the error the SDK raised."""
+
+    async def work(session: Any) -> Any:
+        return await session.call_tool(name, arguments)
+
+    try:
+        result = asyncio.run(_with_session(url, token, work))
+    except Exception as exc:  # a JSON-RPC error, raised by the SDK with the server's words
+        return f"error: {_words(exc)}"
+    assert result.is_error, result.content
+    return json.dumps(result.structured_content, ensure_ascii=False)
+
+
+def _words(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup):  # the SDK's task group wraps the error
+        return " ".join(_words(inner) for inner in exc.exceptions)
+    return str(exc)
+
+
+def _request(url: str, method: str, token: str | None = None) -> tuple[int, Any, str]:
+    request = urllib.request.Request(f"{url}/mcp/", method=method)
+    request.add_header("Accept", "application/json, text/event-stream")
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.headers, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers, exc.read().decode()
+
+
+# --- a deleted agent profile does not widen its tokens -----------------------------------------
+@pytest.mark.modes
+def test_it_refuses_a_token_whose_agent_profile_was_deleted(app_server: str, user: Any) -> None:
+    from chat_app.models import Agent
+
+    reader = Agent.objects.create(name="reader", all_tools=False, tools=["file_read"])
+    token, raw = api_token_create(user=user, name="reader only", agent=reader)
+    assert _list(app_server, raw) == ["file_read"]
+    reader.delete()
+
+    token.refresh_from_db()
+    assert token.agent is None and token.scoped
+    with pytest.raises(TokenError, match="agent profile was deleted"):
+        api_token_verify(raw)
+    with pytest.raises(TokenError, match="agent profile was deleted"):
+        api_token_allowed_tools(token)
+    status, headers, body = _request(app_server, "POST", raw)
+    assert status == 401
+    assert json.loads(body)["error_description"] == AGENT_DELETED
+    assert not ToolCall.objects.filter(source="mcp").exists()
+
+
+def test_it_keeps_a_token_made_without_a_profile_on_the_default_agent(user: Any) -> None:
+    from chat_app.models import Agent
+
+    Agent.objects.create(name="default", is_default=True, all_tools=False, tools=["file_read"])
+    token, raw = api_token_create(user=user, name="default agent")
+    assert not token.scoped and api_token_verify(raw) == token
+    assert api_token_allowed_tools(token) == ["file_read"]
+
+
+def test_it_marks_tokens_that_name_a_profile_as_scoped_when_migrating(user: Any) -> None:
+    from django.apps import apps
+
+    from chat_app.models import Agent
+
+    reader = Agent.objects.create(name="reader", all_tools=False, tools=["file_read"])
+    with_agent, _ = api_token_create(user=user, name="a", agent=reader)
+    without, _ = api_token_create(user=user, name="b")
+    ApiToken.objects.update(scoped=False)  # as every row was before the field existed
+    migration = importlib.import_module("tools_app.migrations.0007_api_token_scoped")
+    migration.mark_scoped(apps, None)
+    assert ApiToken.objects.get(pk=with_agent.pk).scoped
+    assert not ApiToken.objects.get(pk=without.pk).scoped
+
+
+def test_the_tokens_page_refuses_a_profile_deleted_meanwhile_and_names_dead_tokens(
+    user: Any,
+) -> None:
+    from chat_app.models import Agent
+
+    client = Client()
+    client.force_login(user)
+    reader = Agent.objects.create(name="reader", all_tools=False, tools=["file_read"])
+    api_token_create(user=user, name="old reader", agent=reader)
+    reader_id = reader.pk
+    reader.delete()
+    page = client.post("/tokens/", {"name": "new", "agent": str(reader_id)}, follow=True)
+    assert "that agent profile no longer exists" in page.content.decode()
+    assert not ApiToken.objects.filter(name="new").exists()  # not the default agent's instead
+    assert "profile deleted" in client.get("/tokens/").content.decode()
