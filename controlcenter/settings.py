@@ -281,6 +281,8 @@ SECRETS_KEYS = [k.strip() for k in envstr("SECRETS_KEYS").split(",") if k.strip(
 MCP_SERVERS_VENV = Path(envstr("MCP_SERVERS_VENV", str(VAR_DIR / "mcp-venv"))).resolve()
 # /mcp/ (our tools for outside MCP clients): requests per token per minute.
 MCP_RATE_LIMIT_PER_MINUTE = envint("MCP_RATE_LIMIT_PER_MINUTE", 120, minimum=1)
+# Active (unrevoked) API tokens a user may hold; creating one more is refused.
+API_TOKENS_PER_USER = envint("API_TOKENS_PER_USER", 20, minimum=1)
 AGENT_MAX_ROUNDS = envint("AGENT_MAX_ROUNDS", 10, minimum=1)
 # The largest chat message (and websocket frame) accepted; bigger ones get a clear error.
 CHAT_MAX_MESSAGE_BYTES = envint("CHAT_MAX_MESSAGE_BYTES", 256 * 1024, minimum=1024)

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import io
 import json
 import urllib.error
 import urllib.request
 from typing import Any
 
 import pytest
-from django.test import Client
+from django.core.management import CommandError, call_command
+from django.test import Client, override_settings
 
 from tools_app.models import ApiToken, ToolCall
 from tools_app.services.api_tokens import (
@@ -22,6 +24,7 @@ from tools_app.services.api_tokens import (
     TokenError,
     api_token_allowed_tools,
     api_token_create,
+    api_token_revoke,
     api_token_verify,
 )
 
@@ -143,3 +146,29 @@ def test_the_tokens_page_refuses_a_profile_deleted_meanwhile_and_names_dead_toke
     assert "that agent profile no longer exists" in page.content.decode()
     assert not ApiToken.objects.filter(name="new").exists()  # not the default agent's instead
     assert "profile deleted" in client.get("/tokens/").content.decode()
+
+
+# --- tokens per user -----------------------------------------------------------------------------
+@pytest.mark.modes
+@override_settings(API_TOKENS_PER_USER=3)
+def test_it_caps_the_active_tokens_a_user_may_hold(user: Any, other_user: Any) -> None:
+    made = [api_token_create(user=user, name=f"t{i}")[0] for i in range(3)]
+    with pytest.raises(TokenError, match="3 active tokens already"):
+        api_token_create(user=user, name="one more")
+    api_token_create(user=other_user, name="bob's own")  # a cap per user
+    api_token_revoke(token_id=made[0].pk)
+    api_token_create(user=user, name="after a revoke")  # revoked ones do not count
+    assert ApiToken.objects.filter(user=user, revoked_at__isnull=True).count() == 3
+
+
+@override_settings(API_TOKENS_PER_USER=1)
+def test_the_tokens_page_and_the_command_show_the_cap(user: Any) -> None:
+    client = Client()
+    client.force_login(user)
+    client.post("/tokens/", {"name": "first"})
+    page = client.post("/tokens/", {"name": "second"}).content.decode()
+    assert "1 active tokens already, the most a user may hold; revoke one first" in page
+    assert 'id="new-token"' not in page
+    with pytest.raises(CommandError, match="active tokens already"):
+        call_command("api_tokens", "create", user.username, stdout=io.StringIO())
+    assert ApiToken.objects.filter(user=user).count() == 1

@@ -10,6 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -31,20 +32,29 @@ def token_hash(raw: str) -> str:
 def api_token_create(
     *, user: Any, name: str, agent: Any = None, tools: Iterable[str] | None = None
 ) -> tuple[ApiToken, str]:
-    """A new token; the plain token is returned here and never again."""
+    """A new token; the plain token is returned here and never again. A user holds at most
+    API_TOKENS_PER_USER active ones."""
     name = name.strip() or "MCP client"
     if not getattr(user, "is_active", False):
         raise TokenError(f"user {user} is not active")
     raw = PREFIX + secrets.token_urlsafe(32)
-    token = ApiToken.objects.create(
-        user=user,
-        name=name[:100],
-        prefix=raw[:10],
-        token_hash=token_hash(raw),
-        agent=agent,
-        scoped=agent is not None,
-        tools=sorted(set(tools or [])),
-    )
+    with transaction.atomic():
+        # The user's row is the lock: two creations at once cannot both pass the cap.
+        get_user_model().objects.select_for_update().filter(pk=user.pk).first()
+        active = ApiToken.objects.filter(user=user, revoked_at__isnull=True).count()
+        if active >= settings.API_TOKENS_PER_USER:
+            raise TokenError(
+                f"{active} active tokens already, the most a user may hold; revoke one first"
+            )
+        token = ApiToken.objects.create(
+            user=user,
+            name=name[:100],
+            prefix=raw[:10],
+            token_hash=token_hash(raw),
+            agent=agent,
+            scoped=agent is not None,
+            tools=sorted(set(tools or [])),
+        )
     return token, raw
 
 
