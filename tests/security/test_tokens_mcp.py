@@ -10,6 +10,7 @@ import asyncio
 import importlib
 import io
 import json
+import time
 import urllib.error
 import urllib.request
 from typing import Any
@@ -18,7 +19,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client, override_settings
 
-from tools_app.models import ApiToken, ToolCall
+from tests.conftest import ROOT
+from tools_app.models import ApiToken, AuditRecord, ToolCall
 from tools_app.services.api_tokens import (
     AGENT_DELETED,
     TokenError,
@@ -172,3 +174,58 @@ def test_the_tokens_page_and_the_command_show_the_cap(user: Any) -> None:
     with pytest.raises(CommandError, match="active tokens already"):
         call_command("api_tokens", "create", user.username, stdout=io.StringIO())
     assert ApiToken.objects.filter(user=user).count() == 1
+
+
+# --- GET /mcp/ ------------------------------------------------------------------------------------
+def test_it_answers_get_with_405_instead_of_a_stream_that_never_ends(
+    app_server: str, user: Any
+) -> None:
+    raw = api_token_create(user=user, name="getter")[1]
+    for token in (raw, None):
+        started = time.monotonic()
+        status, headers, _ = _request(app_server, "GET", token)
+        assert status == 405 and headers["Allow"] == "POST"
+        assert time.monotonic() - started < 5
+    status, headers, _ = _request(app_server, "DELETE", raw)
+    assert status == 405 and headers["Allow"] == "POST"
+
+
+# --- tools/call ----------------------------------------------------------------------------------
+@pytest.mark.modes
+def test_it_refuses_agent_group_tools_over_mcp_and_audits_the_refusal(
+    app_server: str, user: Any
+) -> None:
+    raw = api_token_create(user=user, name="outside loop")[1]
+    listed = _list(app_server, raw)
+    assert "final_answer" not in listed and "file_read" in listed
+    answer = {
+        "reasoning": "done",
+        "completed_steps": ["nothing"],
+        "answer": "forged",
+        "status": "completed",
+    }
+    result = json.loads(_call(app_server, raw, "final_answer", answer))
+    assert result["status"] == "denied"
+    assert "not available" in result["error"]
+    call = ToolCall.objects.get(pk=result["tool_call_id"])
+    assert call.source == "mcp" and call.status == "denied"
+    assert AuditRecord.objects.filter(tool_call=call, source="mcp").exists()
+    unknown = json.loads(_call(app_server, raw, "no_such_tool", {}))
+    assert "final_answer" not in unknown["error"]  # not named among the available ones
+
+
+@pytest.mark.modes
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("current_time", {"timezone": "x" * 300}),
+        ("send_message", {"channel": "conversation", "chat_id": "²", "text": "hi"}),
+    ],
+)
+def test_it_never_sends_an_exception_or_a_path_to_the_client(
+    app_server: str, user: Any, tool: str, arguments: dict[str, Any]
+) -> None:
+    raw = api_token_create(user=user, name="prober")[1]
+    answer = _call(app_server, raw, tool, arguments)
+    for leak in (str(ROOT), "/usr/", "site-packages", "Traceback", "Errno", "invalid literal"):
+        assert leak not in answer, answer
