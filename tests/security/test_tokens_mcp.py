@@ -10,16 +10,26 @@ import asyncio
 import importlib
 import io
 import json
+import os
+import select
+import socket
+import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.core.management import CommandError, call_command
 from django.test import Client, override_settings
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, _process_tree, child_env
+from tests.e2e.conftest import free_port
+from tests.helpers import wait_for
 from tools_app.models import ApiToken, AuditRecord, ToolCall
 from tools_app.services.api_tokens import (
     AGENT_DELETED,
@@ -188,6 +198,129 @@ def test_it_answers_get_with_405_instead_of_a_stream_that_never_ends(
         assert time.monotonic() - started < 5
     status, headers, _ = _request(app_server, "DELETE", raw)
     assert status == 405 and headers["Allow"] == "POST"
+
+
+# --- request bodies -------------------------------------------------------------------------------
+def _server_pid(url: str) -> int:
+    port = url.rsplit(":", 1)[1].encode()
+    for pid in _process_tree(os.getpid())[1:]:
+        try:
+            args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"serve" in args and port in args:
+            return pid
+    raise AssertionError(f"no app server process listening on {url}")
+
+
+def _memory_kb(pid: int, field: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no {field} for process {pid}")
+
+
+def _stream_post(url: str, path: str, headers: dict[str, str], total: int) -> tuple[int, int]:
+    """POST ``total`` bytes, chunked, as fast as the server takes them, while watching for its
+    answer. (status or 0 when the connection was cut before one could be read, bytes sent)."""
+    host, port = url.removeprefix("http://").split(":")
+    lines = [f"POST {path} HTTP/1.1", f"Host: {host}:{port}", "Transfer-Encoding: chunked"]
+    lines += [f"{k}: {v}" for k, v in headers.items()]
+    chunk = b"x" * MB
+    framed = b"%x\r\n" % len(chunk) + chunk + b"\r\n"
+    sent = 0
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+        try:
+            while sent < total and not select.select([sock], [], [], 0)[0]:
+                sock.sendall(framed)
+                sent += len(chunk)
+            if sent >= total:
+                sock.sendall(b"0\r\n\r\n")
+        except OSError:  # the server closed the connection on us
+            pass
+        try:
+            head = sock.recv(4096)
+        except OSError:
+            return 0, sent
+    return (int(head.split()[1]) if head.startswith(b"HTTP/") else 0), sent
+
+
+def test_a_huge_unauthenticated_post_is_refused_without_holding_it_in_memory(
+    transactional_db: None, app_server: str
+) -> None:
+    pid = _server_pid(app_server)
+    bad = {"Authorization": "Bearer cc_not-a-real-token", "Content-Type": "application/json"}
+    assert _stream_post(app_server, "/mcp/", bad, 1024)[0] == 401  # warm: the endpoint is up
+    before = _memory_kb(pid, "VmHWM")
+
+    status, sent = _stream_post(app_server, "/mcp/", bad, 300 * MB)
+
+    grown_mb = (_memory_kb(pid, "VmHWM") - before) / 1024
+    assert grown_mb < 50, f"the server's peak memory grew by {grown_mb:.0f} MB"
+    # 413 while the body arrives (0: the connection was cut before the answer could be read)
+    assert status in (0, 413)
+    assert sent < 300 * MB, "the server took the whole body"
+    assert _request(app_server, "POST")[0] == 401  # and it still serves
+
+
+def test_a_declared_length_over_the_cap_is_refused_before_the_body(
+    transactional_db: None, app_server: str
+) -> None:
+    """Any path, not only /mcp/: the answer comes from the headers alone."""
+    for path in ("/mcp/", "/accounts/login/", "/tokens/"):
+        host, port = app_server.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            sock.sendall(
+                f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\n"
+                f"Content-Length: {settings.MAX_REQUEST_BODY_BYTES + 1}\r\n\r\n".encode()
+            )
+            assert sock.recv(4096).startswith(b"HTTP/1.1 413 "), path
+
+
+@pytest.fixture
+def uvicorn_app(transactional_db: None) -> Iterator[str]:
+    """The same ASGI application under a server that streams bodies to it (uvicorn), where
+    the cap is the middleware's to keep."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "controlcenter.asgi:application"]
+        + ["--port", str(port), "--lifespan", "off", "--log-level", "warning"],
+        cwd=ROOT,
+        env=child_env(MAX_REQUEST_BODY_BYTES=str(MB)),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+
+    def up() -> bool:
+        try:
+            with urllib.request.urlopen(url + "/healthz", timeout=1):
+                return True
+        except OSError:
+            return proc.poll() is not None
+
+    try:
+        wait_for(up, timeout=60, message="uvicorn to serve the app")
+        assert proc.poll() is None
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_the_asgi_middleware_caps_bodies_under_a_streaming_server(uvicorn_app: str) -> None:
+    bad = {"Authorization": "Bearer cc_not-a-real-token", "Content-Type": "application/json"}
+    assert _stream_post(uvicorn_app, "/mcp/", bad, MB // 2)[0] == 401
+    # Django reads a body before its view runs: chunked past the cap, it stops there.
+    status, sent = _stream_post(uvicorn_app, "/accounts/login/", {}, 64 * MB)
+    assert status == 413 and sent < 64 * MB
+    request = urllib.request.Request(
+        f"{uvicorn_app}/accounts/login/", data=b"x" * (MB + 1), method="POST"
+    )
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=10)
+    assert refused.value.code == 413
 
 
 # --- tools/call ----------------------------------------------------------------------------------
