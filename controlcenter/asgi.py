@@ -1,5 +1,5 @@
-"""ASGI entry point: HTTP through Django, websockets through Channels (authenticated,
-origin-checked against ALLOWED_HOSTS)."""
+"""ASGI entry point: HTTP through Django (request bodies capped), websockets through Channels
+(authenticated, origin-checked against ALLOWED_HOSTS)."""
 
 from __future__ import annotations
 
@@ -15,13 +15,14 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from chat_app.routing import websocket_urlpatterns as chat_ws  # noqa: E402
+from controlcenter.body_limit import BodyLimit  # noqa: E402
 from tools_app.mcp_server import McpRouter  # noqa: E402
 from tools_app.routing import websocket_urlpatterns as tools_ws  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         # /mcp/: our governed tools for outside MCP clients (tools_app.mcp_server).
-        "http": McpRouter(django_asgi_app),
+        "http": BodyLimit(McpRouter(django_asgi_app)),
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(URLRouter([*chat_ws, *tools_ws]))
         ),

@@ -8,7 +8,9 @@ it in the web UI (the Tokens page lists them). A client that cancels its request
 (``notifications/cancelled``) stops the call.
 
 Authentication: ``Authorization: Bearer <token>`` with a personal API token (Tokens page or
-``manage.py api_tokens create``). Requests are rate-limited per token.
+``manage.py api_tokens create``), checked from the headers before any body is read. Requests
+are rate-limited per token. Only POST is served (stateless: no event stream to GET). Nothing
+the server fails on reaches the client but a generic error; the details go to the log.
 """
 
 from __future__ import annotations
@@ -29,23 +31,35 @@ _token_id: contextvars.ContextVar[int | None] = contextvars.ContextVar("mcp_toke
 
 
 # --- sync parts (ORM) --------------------------------------------------------------------------
+def _offered(token: Any) -> list[str]:
+    """The tool names a token's client may use: what the token allows, minus the Agent group,
+    which structures a chat turn (pause, plan, end) and is nothing for an outside client with
+    its own loop. What is listed and what may be called are the same list."""
+    from tools_app.imported import imported_sync
+    from tools_app.registry import TOOLS
+    from tools_app.services.api_tokens import api_token_allowed_tools
+
+    imported_sync()
+    allowed = api_token_allowed_tools(token)
+    return [
+        name
+        for name, tool in TOOLS.items()
+        if tool.tool_group != "agent" and (allowed is None or name in allowed)
+    ]
+
+
 def _tools_for(token_id: int) -> list[dict[str, Any]]:
     from tools_app import selectors
     from tools_app.models import ApiToken
-    from tools_app.services.api_tokens import api_token_allowed_tools
 
     token = ApiToken.objects.select_related("agent").get(pk=token_id)
-    tools = selectors.enabled_tools(api_token_allowed_tools(token))
     return [
         {
             "name": tool.tool_name,
             "description": tool.description(),
             "input_schema": tool.anthropic_schema()["input_schema"],
         }
-        for tool in tools
-        # The Agent group structures a chat turn (pause, plan, end): nothing for an outside
-        # client, which has its own loop.
-        if tool.tool_group != "agent"
+        for tool in selectors.enabled_tools(_offered(token))
     ]
 
 
@@ -56,10 +70,18 @@ def _bind(token_id: int, name: str, arguments: dict[str, Any]) -> Any:
     from tools_app.services.binding import CallRequest, toolcall_bind, toolcall_dispatch
 
     token = ApiToken.objects.select_related("agent").get(pk=token_id)
-    allowed = api_token_allowed_tools(token)
     call = toolcall_bind(
         request=CallRequest(tool=name, arguments=arguments),
-        ctx=BindContext(user_id=token.user_id, conversation_id=None, source="mcp", scope=allowed),
+        ctx=BindContext(
+            user_id=token.user_id,
+            conversation_id=None,
+            source="mcp",
+            # The token's whole list: a turn an MCP call starts (a subagent) may use the
+            # Agent group, which an outside client is not offered itself.
+            scope=api_token_allowed_tools(token),
+        ),
+        # A tool outside the list is refused, stored and audited like any other.
+        allowed_tools=_offered(token),
     )
     if call.status == ToolCall.Status.QUEUED:
         toolcall_dispatch(call)
@@ -102,18 +124,50 @@ def _current_token(ctx: Any) -> int:
     return int(token_id)
 
 
+# What a client sees when the server fails: the details stay in the server's log (they may
+# name files, paths and settings).
+INTERNAL_ERROR = "internal error: the call could not be run (the details are in the server log)"
+
+
 def build_server() -> Any:
     from mcp.server.lowlevel import Server
-    from mcp_types import CallToolResult, ListToolsResult, TextContent, Tool
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import INTERNAL_ERROR as INTERNAL_ERROR_CODE
+    from mcp_types import INVALID_REQUEST, CallToolResult, ListToolsResult, TextContent, Tool
+
+    from tools_app.services.api_tokens import TokenError
+
+    def error_result(message: str) -> Any:
+        result = {"success": False, "error": message}
+        return CallToolResult(
+            content=[TextContent(type="text", text=json.dumps(result))],
+            structured_content=result,
+            is_error=True,
+        )
 
     async def list_tools(ctx: Any, params: Any) -> Any:
-        tools = await sync_to_async(_tools_for)(_current_token(ctx))
+        try:
+            tools = await sync_to_async(_tools_for)(_current_token(ctx))
+        except TokenError as exc:
+            raise MCPError(code=INVALID_REQUEST, message=str(exc)) from None
+        except Exception:
+            logger.exception("MCP tools/list failed")
+            raise MCPError(code=INTERNAL_ERROR_CODE, message="Internal server error") from None
         return ListToolsResult(tools=[Tool(**t) for t in tools])
 
     async def call_tool(ctx: Any, params: Any) -> Any:
+        # The SDK would send an exception's text to the client as it is; ours never leave.
+        try:
+            return await _call_tool(_current_token(ctx), params)
+        except TokenError as exc:
+            return error_result(str(exc))
+        except Exception:
+            logger.exception("MCP tools/call of %r failed", getattr(params, "name", "?"))
+            return error_result(INTERNAL_ERROR)
+
+    async def _call_tool(token_id: int, params: Any) -> Any:
         from tools_app.models import ToolCall
 
-        token_id = _current_token(ctx)
         call = await sync_to_async(_bind)(token_id, params.name, dict(params.arguments or {}))
         try:
             while True:
@@ -197,19 +251,36 @@ class McpEndpoint:
             return app
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """Everything here is decided from the headers: no body is read before the token is
+        checked (and none is larger than MAX_REQUEST_BODY_BYTES, controlcenter/body_limit.py)."""
         if scope["type"] != "http":
             return
-        from tools_app.services.api_tokens import api_token_hit, api_token_verify
+        from tools_app.services.api_tokens import TokenError, api_token_hit, api_token_verify
 
+        if scope["method"] != "POST":
+            # Stateless: no session to end (DELETE) and no server-sent event stream (GET), which
+            # the MCP specification lets such a server decline with 405. The SDK would hold a
+            # GET stream open for ever.
+            await _json(
+                send,
+                405,
+                {"error": "method_not_allowed", "error_description": "this server takes POST"},
+                extra=[(b"allow", b"POST")],
+            )
+            return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         auth = headers.get("authorization", "")
         raw = auth[7:].strip() if auth[:7].lower() == "bearer " else ""
-        token = await sync_to_async(api_token_verify)(raw) if raw else None
+        refused = "a valid API token is required"
+        try:
+            token = await sync_to_async(api_token_verify)(raw) if raw else None
+        except TokenError as exc:
+            token, refused = None, str(exc)
         if token is None:
             await _json(
                 send,
                 401,
-                {"error": "invalid_token", "error_description": "a valid API token is required"},
+                {"error": "invalid_token", "error_description": refused},
                 extra=[(b"www-authenticate", b'Bearer realm="controlcenter"')],
             )
             return

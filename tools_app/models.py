@@ -388,6 +388,9 @@ class ApiToken(models.Model):
     agent = models.ForeignKey(
         "chat_app.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # Created with an agent profile: when that profile is deleted (``agent`` becomes null) the
+    # token is refused rather than falling back to the default agent's wider tool list.
+    scoped = models.BooleanField(default=False)
     tools = models.JSONField(
         default=list, blank=True, help_text="Only these tools (empty: the agent's tools)."
     )
@@ -406,3 +409,7 @@ class ApiToken(models.Model):
     @property
     def active(self) -> bool:
         return self.revoked_at is None
+
+    @property
+    def agent_deleted(self) -> bool:
+        return self.scoped and self.agent_id is None

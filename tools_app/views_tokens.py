@@ -19,11 +19,12 @@ from tools_app.services.api_tokens import TokenError, api_token_create, api_toke
 def tokens(request: HttpRequest) -> HttpResponse:
     created = None
     if request.method == "POST":
-        agent = None
         agent_id = request.POST.get("agent", "")
-        if agent_id.isdigit():
-            agent = Agent.objects.filter(pk=int(agent_id)).first()
+        agent = Agent.objects.filter(pk=int(agent_id)).first() if agent_id.isdigit() else None
         try:
+            if agent_id and agent is None:
+                # Deleted since the page was shown: not silently the default agent's tools.
+                raise TokenError("that agent profile no longer exists")
             token, created = api_token_create(
                 user=request.user, name=request.POST.get("name", ""), agent=agent
             )

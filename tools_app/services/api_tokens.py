@@ -10,6 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -17,6 +18,7 @@ from django.utils import timezone
 from tools_app.models import ApiToken
 
 PREFIX = "cc_"
+AGENT_DELETED = "this token's agent profile was deleted; create a new token"
 
 
 class TokenError(ValueError):
@@ -30,19 +32,29 @@ def token_hash(raw: str) -> str:
 def api_token_create(
     *, user: Any, name: str, agent: Any = None, tools: Iterable[str] | None = None
 ) -> tuple[ApiToken, str]:
-    """A new token; the plain token is returned here and never again."""
+    """A new token; the plain token is returned here and never again. A user holds at most
+    API_TOKENS_PER_USER active ones."""
     name = name.strip() or "MCP client"
     if not getattr(user, "is_active", False):
         raise TokenError(f"user {user} is not active")
     raw = PREFIX + secrets.token_urlsafe(32)
-    token = ApiToken.objects.create(
-        user=user,
-        name=name[:100],
-        prefix=raw[:10],
-        token_hash=token_hash(raw),
-        agent=agent,
-        tools=sorted(set(tools or [])),
-    )
+    with transaction.atomic():
+        # The user's row is the lock: two creations at once cannot both pass the cap.
+        get_user_model().objects.select_for_update().filter(pk=user.pk).first()
+        active = ApiToken.objects.filter(user=user, revoked_at__isnull=True).count()
+        if active >= settings.API_TOKENS_PER_USER:
+            raise TokenError(
+                f"{active} active tokens already, the most a user may hold; revoke one first"
+            )
+        token = ApiToken.objects.create(
+            user=user,
+            name=name[:100],
+            prefix=raw[:10],
+            token_hash=token_hash(raw),
+            agent=agent,
+            scoped=agent is not None,
+            tools=sorted(set(tools or [])),
+        )
     return token, raw
 
 
@@ -62,7 +74,8 @@ def api_token_revoke(*, token_id: int, user: Any = None) -> ApiToken:
 
 def api_token_verify(raw: str) -> ApiToken | None:
     """The active token for ``raw`` (its user active), or None. Constant work per guess:
-    a lookup by hash, never by the secret itself."""
+    a lookup by hash, never by the secret itself. A real token that can no longer be used
+    (its agent profile deleted) raises TokenError saying why: its holder may know."""
     if not raw.startswith(PREFIX) or len(raw) > 200:
         return None
     token = (
@@ -72,6 +85,8 @@ def api_token_verify(raw: str) -> ApiToken | None:
     )
     if token is None or not token.user.is_active:
         return None
+    if token.agent_deleted:
+        raise TokenError(AGENT_DELETED)
     return token
 
 
@@ -97,9 +112,12 @@ def api_token_hit(token: ApiToken) -> int:
 
 def api_token_allowed_tools(token: ApiToken) -> list[str] | None:
     """The tool names this token may use: its agent's subset (the default agent's when it
-    names none), narrowed by its own list. None: every enabled tool."""
+    was created without one), narrowed by its own list. None: every enabled tool. A token
+    whose agent profile was deleted fails closed (TokenError), never widening to the default."""
     from chat_app.models import Agent
 
+    if token.agent_deleted:
+        raise TokenError(AGENT_DELETED)
     agent = token.agent or Agent.objects.filter(is_default=True).first()
     allowed = agent.allowed_tools() if agent is not None else None
     if token.tools:

@@ -32,9 +32,9 @@ class Command(BaseCommand):
     ) -> None:
         from channels.routing import get_default_application
         from daphne.endpoints import build_endpoint_description_strings
-        from daphne.server import Server
 
         from chat_app.services.providers import provider_seed_from_env
+        from controlcenter.body_limit import CappedServer
         from controlcenter.maintenance import start_maintenance_thread
 
         provider_seed_from_env()
@@ -59,7 +59,8 @@ class Command(BaseCommand):
             f"{e}:backlog={settings.WEB_LISTEN_BACKLOG}"
             for e in build_endpoint_description_strings(host=host, port=port)
         ]
-        Server(
+        # Request bodies over MAX_REQUEST_BODY_BYTES are refused while they arrive.
+        CappedServer(
             application=get_default_application(),
             endpoints=endpoints,
             verbosity=0,

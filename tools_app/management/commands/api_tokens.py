@@ -54,6 +54,8 @@ class Command(BaseCommand):
             elif options["action"] == "list":
                 for token in ApiToken.objects.filter(user=self._user(options["username"])):
                     state = "revoked" if token.revoked_at else "active"
+                    if token.agent_deleted and not token.revoked_at:
+                        state = "unusable: its agent profile was deleted"
                     used = token.last_used_at.isoformat() if token.last_used_at else "never used"
                     self.stdout.write(f"{token.pk}\t{token.name}\t{token.prefix}…\t{state}\t{used}")
             else:
