@@ -113,6 +113,7 @@ def peak_rss_growth() -> Iterator[list[int]]:
         out.append((top - before) * 1024)
 
 
+@pytest.mark.modes
 def test_it_does_not_inflate_a_bz2_charset_in_http_request(tools: Tools, bomber: Server) -> None:
     with peak_rss_growth() as growth:
         call = tools.call("http_request", url=bomber.url("/bomb"), timeout=20)
@@ -124,6 +125,7 @@ def test_it_does_not_inflate_a_bz2_charset_in_http_request(tools: Tools, bomber:
     assert "'bz2_codec' is not a known text encoding" in call.result["note"], call.result
 
 
+@pytest.mark.modes
 @pytest.mark.parametrize("media", ["text/plain", "text/html"])
 def test_it_does_not_inflate_a_bz2_charset_in_extract_page_content(
     tools: Tools, bomber: Server, media: str
