@@ -109,7 +109,10 @@ _GLOBAL_UNICAST = _v6("2000::/3")
 
 # Reasons that an exception by host *name* never lifts: a name an admin trusts could still be
 # pointed at these by whoever controls its DNS. Only an explicit IP/CIDR entry allows them.
-_NEVER_BY_NAME = ("cloud metadata", "unspecified", "multicast", "broadcast")
+_NEVER_BY_NAME = ("unspecified", "multicast", "broadcast")
+# And one no entry lifts: the credentials of the machine itself. An address entry is checked
+# against it too, so "169.254.0.0/16" (or the address itself) cannot open it by the way.
+_NEVER = "cloud metadata"
 
 _LABEL = re.compile(r"^[a-z0-9_-]{1,63}$")
 _FORBIDDEN_URL_CHARS = re.compile(r"[\x00-\x20\x7f]")
@@ -368,7 +371,8 @@ def _split_host_port(hostport: str) -> tuple[str, int | None]:
 
 class _PrivateAllowance:
     """The admin's explicit exceptions: IP/CIDR entries allow addresses, other entries are host
-    patterns that allow whatever their name resolves to (minus ``_NEVER_BY_NAME``)."""
+    patterns that allow whatever their name resolves to (minus ``_NEVER_BY_NAME``); neither
+    allows a metadata address."""
 
     def __init__(self, entries: Sequence[str]) -> None:
         self.networks: list[IPNetwork] = []
@@ -383,6 +387,8 @@ class _PrivateAllowance:
                 self.hosts.append(text)
 
     def permits(self, host: str, addr: IPAddress, reason: str) -> bool:
+        if reason.endswith(_NEVER):
+            return False
         if any(addr.version == n.version and addr in n for n in self.networks):
             return True
         if reason.endswith(_NEVER_BY_NAME):
@@ -419,7 +425,8 @@ def check_url(
     ``private_allowed``: hosts, IPs or CIDRs an admin explicitly allows although they are not
     public (e.g. ``127.0.0.1`` for a local service, ``intranet.local``, ``10.1.0.0/16``).
     Host names in it lift every reason except metadata, unspecified, multicast and broadcast;
-    it does not bypass a non-empty ``allowed_hosts``.
+    IP/CIDR entries lift every reason except metadata, which nothing lifts. It does not
+    bypass a non-empty ``allowed_hosts``.
     Every resolved address must pass, or the URL is refused: a name answering with one public
     and one private address is refused, since the connection could land on either.
     Raises PolicyDenied with the reason.
@@ -436,7 +443,8 @@ def check_url(
         if reason is None or allowance.permits(host, ipaddress.ip_address(address), reason):
             continue
         where = address if literal is not None else f"{host!r} resolves to {address}, which"
-        raise _deny(f"{where} is not a public address: {reason}; an admin must allow it explicitly")
+        remedy = "never allowed" if reason.endswith(_NEVER) else "an admin must allow it explicitly"
+        raise _deny(f"{where} is not a public address: {reason}; {remedy}")
     if parsed.has_userinfo:
         raise _deny("credentials in the URL are not allowed; send an Authorization header")
     url_host = f"[{host}]" if ":" in host else host

@@ -111,11 +111,12 @@ class OpenApiForm(RowsMixin, forms.Form):
     document = forms.FileField(
         required=False, label="…or upload the document", help_text="JSON or YAML, up to 5 MB."
     )
-    allow_private = forms.BooleanField(
+    document_private = forms.BooleanField(
         required=False,
         widget=SwitchInput(),
-        label="The API is on a private or loopback address",
-        help_text="Lifts the SSRF guard for the document's and the API's host only.",
+        label="The document is on a private or loopback address",
+        help_text="Lifts the SSRF guard for the document URL's host only, to fetch it; where "
+        "the API is you decide with the preview. Cloud metadata addresses stay refused.",
     )
 
     def clean(self) -> dict[str, Any]:
@@ -133,7 +134,6 @@ class OpenApiImportForm(RowsMixin, forms.Form):
     label = forms.CharField(max_length=100, required=False, widget=forms.HiddenInput)
     document_url = forms.CharField(required=False, widget=forms.HiddenInput)
     document_text = forms.CharField(widget=forms.HiddenInput, strip=False)
-    allow_private = forms.BooleanField(required=False, widget=forms.HiddenInput)
     operations = forms.MultipleChoiceField(
         choices=[], widget=forms.CheckboxSelectMultiple, label="Operations to import"
     )
@@ -141,6 +141,13 @@ class OpenApiImportForm(RowsMixin, forms.Form):
         required=False,
         label="Base URL",
         help_text="Blank: the document's first server.",
+    )
+    api_private = forms.BooleanField(
+        required=False,
+        widget=SwitchInput(),
+        label="The API is on a private or loopback address",
+        help_text="Lifts the SSRF guard for the base URL's host only. Cloud metadata "
+        "addresses stay refused.",
     )
     auth_type = forms.ChoiceField(
         label="Authentication",
@@ -169,7 +176,16 @@ class OpenApiImportForm(RowsMixin, forms.Form):
         super().__init__(*args, **kw)
         self.fields["operations"].choices = choices or []  # type: ignore[attr-defined]
         self.order_fields(
-            ["operations", "base_url", "auth_type", "auth_in", "auth_name", "username", "secret"]
+            [
+                "operations",
+                "base_url",
+                "api_private",
+                "auth_type",
+                "auth_in",
+                "auth_name",
+                "username",
+                "secret",
+            ]
         )
 
     @property

@@ -108,7 +108,7 @@ def openapi_new(request: HttpRequest) -> HttpResponse:
                         "username": data["username"],
                     },
                     secret=data["secret"],
-                    allow_private=data["allow_private"],
+                    api_private=data["api_private"],
                     base=data["base_url"],
                     user=request.user,
                 )
@@ -131,7 +131,9 @@ def openapi_new(request: HttpRequest) -> HttpResponse:
                 if len(text) > 5_000_000:
                     raise SourceError("the document is larger than 5 MB")
             else:
-                text = openapi_fetch(data["document_url"], allow_private=data["allow_private"])
+                text = openapi_fetch(
+                    data["document_url"], document_private=data["document_private"]
+                )
             preview = openapi_preview(text, document_url=data["document_url"] or "")
         except SourceError as exc:
             first.add_error(None, str(exc))
@@ -143,7 +145,6 @@ def openapi_new(request: HttpRequest) -> HttpResponse:
                     "label": data["label"] or preview.title,
                     "document_url": data["document_url"] or "",
                     "document_text": text,
-                    "allow_private": data["allow_private"],
                     "operations": [op.name for op in preview.operations if not op.skipped],
                     "base_url": preview.base_url,
                     "auth_type": "none",

@@ -80,7 +80,13 @@ def webhook_post(
         private_allowed=private_allowed,
         cancel=cancel,
     )
-    if result.status >= 400:
-        body = " ".join((result.text or "").split())[:200]
+    if not 200 <= result.status < 300:
+        # Redirects are not followed (the URL is the admin's, not the webhook's to change),
+        # so a 3xx means the text went nowhere, as a 4xx or 5xx does. Where it points is not
+        # shown: like the webhook's own URL, it may carry a token.
+        if 300 <= result.status < 400:
+            body = "a redirect, which webhooks do not follow; not delivered"
+        else:
+            body = " ".join((result.text or "").split())[:200]
         raise ToolError(f"webhook {name!r} answered HTTP {result.status}: {body}")
     return {"delivered": True, "webhook": name, "status": result.status}

@@ -8,12 +8,13 @@ detected (``toolcall_reap_lost``).
 
 from __future__ import annotations
 
+import json
 import logging
 import socket
 import threading
 import time
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings as django_settings
 from django.db import connection, transaction
@@ -177,7 +178,7 @@ def toolcall_execute(*, tool_call_id: int) -> None:
             data = activity(args, ctx)
         if ctx.cancel.is_set() and watchdog.reason is not None:
             raise _interrupted(watchdog.reason, timeout)
-        result = {"success": True, **data}
+        result = _storable({"success": True, **data})
     except ToolCancelled as exc:
         if watchdog.reason == "timeout":
             status, error = ToolCall.Status.FAILED, ToolTimeout(timeout).message
@@ -194,7 +195,11 @@ def toolcall_execute(*, tool_call_id: int) -> None:
         output = watchdog.close()
     duration_ms = int((time.monotonic() - started) * 1000)
     if status != ToolCall.Status.SUCCEEDED:
-        result = {"success": False, "error": error, **error_data}
+        error = _without_nul(error)
+        try:
+            result = _storable({"success": False, "error": error, **error_data})
+        except ToolError:  # the error's own data cannot be stored: the message can
+            result = {"success": False, "error": error}
         if output and not error_data:
             result["output"] = output[-4000:]
     result["duration_ms"] = duration_ms
@@ -210,6 +215,32 @@ def toolcall_execute(*, tool_call_id: int) -> None:
         current=True,
         audit_open=bool(getattr(call, "cc_audit_open", True)),
     )
+
+
+def _storable(result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` as both databases can store it, or ToolError saying why it cannot be.
+
+    What an activity returns is only checked here: a value JSON cannot hold (bytes, a set,
+    NaN, which neither database accepts) used to raise out of the finish and leave the call
+    running until the reaper. NUL characters are JSON but PostgreSQL's jsonb refuses them:
+    they are replaced, in both modes, so a result reads the same in each."""
+    try:
+        text = json.dumps(result, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ToolError(f"the tool returned a result that cannot be stored: {exc}") from None
+    if "\\u0000" in text:
+        return cast("dict[str, Any]", _without_nul(result))
+    return result
+
+
+def _without_nul(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {_without_nul(k): _without_nul(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_without_nul(v) for v in value]
+    return value
 
 
 def _interrupted(reason: str, timeout: float) -> ToolError:

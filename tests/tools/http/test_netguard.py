@@ -220,8 +220,9 @@ def test_it_never_lifts_metadata_for_a_name_only(fake_dns: dict[str, list[str]])
 
     with pytest.raises(PolicyDenied, match="cloud metadata"):
         check_url("http://intranet.local/", private_allowed=["intranet.local"])
-    # an explicit address entry is a deliberate decision and is honoured
-    assert check_url("http://intranet.local/", private_allowed=["169.254.169.254"]).port == 80
+    # nor for an address entry naming it (issue 20): tests/security/test_private_hosts.py
+    with pytest.raises(PolicyDenied, match="cloud metadata; never allowed"):
+        check_url("http://intranet.local/", private_allowed=["169.254.169.254"])
 
 
 def test_it_refuses_credentials_in_the_url(fake_dns: dict[str, list[str]]) -> None:

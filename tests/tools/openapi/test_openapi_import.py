@@ -28,14 +28,14 @@ def api() -> Iterator[str]:
 
 @pytest.fixture
 def imported(api: str, transactional_db: None, staff_user: Any) -> Iterator[ToolSource]:
-    text = openapi_fetch(f"{api}/openapi.json", allow_private=True)
+    text = openapi_fetch(f"{api}/openapi.json", document_private=True)
     source = openapi_import(
         name="inventory",
         text=text,
         document_url=f"{api}/openapi.json",
         auth={"type": "api_key", "in": "header", "name": "X-API-Key"},
         secret=API_KEY,
-        allow_private=True,
+        api_private=True,
         user=staff_user,
     )
     yield source
@@ -54,7 +54,7 @@ def run(user: Any, tool: str, arguments: dict[str, Any]) -> ToolCall:
 
 
 def test_it_previews_every_operation_of_the_generated_document(api: str) -> None:
-    text = openapi_fetch(f"{api}/openapi.json", allow_private=True)
+    text = openapi_fetch(f"{api}/openapi.json", document_private=True)
     preview = openapi_preview(text, document_url=f"{api}/openapi.json")
     assert preview.version.startswith("3.1") and preview.title == "Inventory"
     assert preview.base_url == api

@@ -29,7 +29,7 @@ def test_an_admin_previews_chooses_and_imports(api: str, staff_user: Any) -> Non
             "step": "preview",
             "name": "inv",
             "document_url": f"{api}/openapi.json",
-            "allow_private": "on",
+            "document_private": "on",
         },
     )
     page = preview.content.decode()
@@ -41,7 +41,7 @@ def test_an_admin_previews_chooses_and_imports(api: str, staff_user: Any) -> Non
         "label": "Inventory",
         "document_url": f"{api}/openapi.json",
         "document_text": _document(page),
-        "allow_private": "True",
+        "api_private": "on",
         "operations": ["get_item", "search_items"],
         "base_url": "",
         "auth_type": "api_key",

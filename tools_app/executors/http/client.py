@@ -18,7 +18,6 @@ Truncation: when the decoded body exceeds ``max_bytes`` only the first ``max_byt
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 import errno
 import functools
@@ -38,6 +37,7 @@ from urllib.parse import urljoin, urlsplit
 import httpcore2
 
 from tools_app.errors import PolicyDenied, ToolCancelled, ToolError, ToolTimeout
+from tools_app.executors.http.charset import decode_text, text_codec
 from tools_app.netguard import Target, check_url
 
 ALLOWED_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD")
@@ -564,12 +564,22 @@ class _BodyReader:
         if not self._looks_textual():
             return None, f"binary content ({kind}, {size}) not shown"
         charset = self.charset or "utf-8"
+        codec = text_codec(charset)
+        if codec is None:
+            shown = charset if len(charset) <= 40 else charset[:37] + "..."
+            return None, (
+                f"binary content ({kind}, {size}, charset {shown!r} is not a known text "
+                "encoding) not shown"
+            )
         try:
-            decoder = codecs.getincrementaldecoder(charset)(errors="strict")
             # A truncated body may end inside a multi-byte character: leave that tail out.
-            return decoder.decode(bytes(self.data), final=not self.truncated), None
-        except (LookupError, UnicodeDecodeError):
+            text, cut = decode_text(
+                bytes(self.data), codec, final=not self.truncated, max_chars=self.max_bytes
+            )
+        except UnicodeDecodeError:
             return None, f"binary content ({kind}, {size}, not decodable as {charset}) not shown"
+        self.truncated = self.truncated or cut
+        return text, None
 
     def _looks_textual(self) -> bool:
         media = self.media_type

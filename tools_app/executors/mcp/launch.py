@@ -238,6 +238,7 @@ def pinned_http_client(spec: ServerSpec) -> Any:
     from httpcore2._backends.auto import AutoBackend
     from httpx2._config import create_ssl_context
 
+    from tools_app.executors.http.charset import text_codec
     from tools_app.netguard import check_url
 
     allowed = list(spec.settings.allowed_hosts)
@@ -259,6 +260,13 @@ def pinned_http_client(spec: ServerSpec) -> Any:
                 target.address, port, timeout, local_address, socket_options
             )
 
+    async def text_charsets_only(response: httpx2.Response) -> None:
+        # httpx decodes text with any codec the Content-Type names (bz2_codec included);
+        # today only an assert in those codecs stops that. Not a character set: UTF-8.
+        charset = response.charset_encoding
+        if charset is not None and text_codec(charset) is None:
+            response.encoding = "utf-8"
+
     transport = httpx2.AsyncHTTPTransport(trust_env=False)
     transport._pool = httpcore2.AsyncConnectionPool(
         ssl_context=create_ssl_context(trust_env=False), network_backend=PinnedBackend()
@@ -268,6 +276,7 @@ def pinned_http_client(spec: ServerSpec) -> Any:
         headers=dict(spec.headers),
         timeout=httpx2.Timeout(30.0, read=300.0),
         trust_env=False,
+        event_hooks={"response": [text_charsets_only]},
     )
 
 

@@ -32,8 +32,9 @@ class Preview:
     text: str
 
 
-def openapi_fetch(url: str, *, allow_private: bool = False) -> str:
-    """The document at ``url``; a private or loopback host only when the admin allows it."""
+def openapi_fetch(url: str, *, document_private: bool = False) -> str:
+    """The document at ``url``; a private or loopback host only when the admin allows it
+    (``document_private``: for this host, not for the API the document names)."""
     from tools_app.executors.http.client import fetch
 
     host = host_of(url)
@@ -44,7 +45,7 @@ def openapi_fetch(url: str, *, allow_private: bool = False) -> str:
             headers={"Accept": "application/json, application/yaml;q=0.9, */*;q=0.1"},
             timeout=20.0,
             max_bytes=MAX_DOCUMENT_BYTES,
-            private_allowed=[host] if allow_private and host else [],
+            private_allowed=[host] if document_private and host else [],
         )
     except ToolError as exc:
         raise SourceError(f"cannot fetch the document: {exc.message}") from None
@@ -81,11 +82,13 @@ def openapi_import(
     selected: list[str] | None = None,
     auth: dict[str, Any] | None = None,
     secret: str = "",
-    allow_private: bool = False,
+    api_private: bool = False,
     base: str = "",
     user: Any = None,
 ) -> ToolSource:
-    """Create the source. ``selected``: operation names to import (None: every importable)."""
+    """Create the source. ``selected``: operation names to import (None: every importable).
+    ``api_private``: the API's host (the base URL's) may be private or loopback; whether the
+    document's host was is another decision (``openapi_fetch``)."""
     preview = openapi_preview(text, document_url=document_url)
     known = {op.name: op for op in preview.operations}
     if selected is not None:
@@ -118,7 +121,7 @@ def openapi_import(
     settings = OpenApiSettings(
         base_url=url,
         allowed_hosts=[host],
-        private_allowed=[host] if allow_private else [],
+        private_allowed=[host] if api_private else [],
     ).model_dump(mode="json")
     config = {
         "document_url": document_url,

@@ -1,7 +1,7 @@
 """Import an OpenAPI 3.0/3.1 document as a tool group.
 
 manage.py openapi_import NAME SPEC_URL_OR_FILE [--operations id,id] [--list]
-    [--allow-private] [--base-url URL] [--auth api_key|bearer|basic]
+    [--document-private] [--api-private] [--base-url URL] [--auth api_key|bearer|basic]
     [--auth-in header|query] [--auth-name X-API-Key] [--username U] [--secret-env VAR]
 """
 
@@ -25,7 +25,15 @@ class Command(BaseCommand):
         parser.add_argument("--operations", default="", help="comma-separated operation names")
         parser.add_argument("--list", action="store_true", help="preview only, import nothing")
         parser.add_argument("--label", default="")
-        parser.add_argument("--allow-private", action="store_true", help="loopback/private API")
+        parser.add_argument(
+            "--document-private", action="store_true", help="the document's host is private"
+        )
+        parser.add_argument(
+            "--api-private", action="store_true", help="the API's (base URL's) host is private"
+        )
+        parser.add_argument(
+            "--allow-private", action="store_true", help="both of the above (older spelling)"
+        )
         parser.add_argument("--base-url", default="")
         parser.add_argument(
             "--auth", choices=["none", "api_key", "bearer", "basic"], default="none"
@@ -43,9 +51,11 @@ class Command(BaseCommand):
         )
 
         spec: str = options["spec"]
+        document_private = options["document_private"] or options["allow_private"]
+        api_private = options["api_private"] or options["allow_private"]
         try:
             if spec.startswith(("http://", "https://")):
-                text, url = openapi_fetch(spec, allow_private=options["allow_private"]), spec
+                text, url = openapi_fetch(spec, document_private=document_private), spec
             else:
                 path = Path(spec)
                 if not path.is_file():
@@ -79,7 +89,7 @@ class Command(BaseCommand):
                     "username": options["username"],
                 },
                 secret=secret,
-                allow_private=options["allow_private"],
+                api_private=api_private,
                 base=options["base_url"],
             )
         except SourceError as exc:
