@@ -22,6 +22,7 @@ import pytest
 
 from tests.tools.conftest import Tools, configure, make_tools
 from tests.tools.research.servers import Hit, Response, Server, serving
+from tools_app.errors import ToolError
 from tools_app.executors.http.charset import decode_text, text_codec
 from tools_app.executors.http.client import fetch
 from tools_app.models import ToolCall
@@ -120,9 +121,8 @@ def test_it_does_not_inflate_a_bz2_charset_in_http_request(tools: Tools, bomber:
 
     assert growth[0] < MAX_GROWTH, f"RSS grew by {growth[0] / 2**20:.0f} MiB"
     assert call.status in ToolCall.TERMINAL, call.status
-    assert call.status == ToolCall.Status.SUCCEEDED, call.result
-    assert call.result["text"] is None
-    assert "'bz2_codec' is not a known text encoding" in call.result["note"], call.result
+    assert call.status == ToolCall.Status.FAILED, call.result
+    assert "charset 'bz2_codec', which is a codec and not a character set" in call.error
 
 
 @pytest.mark.modes
@@ -138,7 +138,7 @@ def test_it_does_not_inflate_a_bz2_charset_in_extract_page_content(
     if media == "text/plain":  # the text is all the page has: it cannot be read
         assert call.status == ToolCall.Status.FAILED, call.result
         [page] = call.result["pages"]
-        assert "'bz2_codec' is not a known text encoding" in page["error"], page
+        assert "'bz2_codec', which is a codec and not a character set" in page["error"], page
     else:  # HTML is handed to the extractor as bytes; whatever it makes of them is bounded
         assert call.status in (ToolCall.Status.SUCCEEDED, ToolCall.Status.FAILED), call.result
 
@@ -165,10 +165,14 @@ def test_it_does_not_let_the_extractor_inflate_a_compressed_body(
     ],
 )  # fmt: skip
 def test_it_decodes_only_with_text_encodings(bomber: Server, charset: str) -> None:
-    result = fetch("GET", bomber.url(f"/labelled?charset={charset}"), private_allowed=[HOST])
-
-    assert result.text is None
-    assert f"charset {charset!r} is not a known text encoding" in (result.binary_note or "")
+    url = bomber.url(f"/labelled?charset={charset}")
+    if charset == "no-such-charset":  # merely unknown: the body is described, not shown
+        result = fetch("GET", url, private_allowed=[HOST])
+        assert result.text is None
+        assert f"charset {charset!r} is not a known text encoding" in (result.binary_note or "")
+        return
+    with pytest.raises(ToolError, match=f"charset {charset!r}, which is a codec and not a"):
+        fetch("GET", url, private_allowed=[HOST])
 
 
 def test_it_still_decodes_real_charsets() -> None:

@@ -38,6 +38,17 @@ def text_codec(charset: str) -> codecs.CodecInfo | None:
     return info
 
 
+def codec_trap(charset: str) -> bool:
+    """Whether ``charset`` names a codec Python has that is no character set (``bz2_codec``,
+    ``punycode``…): no honest server sends one, so a body declared so is refused outright,
+    where an unknown name only leaves the body undecoded."""
+    try:
+        codecs.lookup(charset)
+    except (LookupError, ValueError, TypeError):
+        return False
+    return text_codec(charset) is None
+
+
 def decode_text(
     data: bytes, codec: codecs.CodecInfo, *, final: bool, max_chars: int
 ) -> tuple[str, bool]:

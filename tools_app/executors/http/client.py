@@ -37,7 +37,7 @@ from urllib.parse import urljoin, urlsplit
 import httpcore2
 
 from tools_app.errors import PolicyDenied, ToolCancelled, ToolError, ToolTimeout
-from tools_app.executors.http.charset import decode_text, text_codec
+from tools_app.executors.http.charset import codec_trap, decode_text, text_codec
 from tools_app.netguard import Target, check_url
 
 ALLOWED_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD")
@@ -567,6 +567,11 @@ class _BodyReader:
         codec = text_codec(charset)
         if codec is None:
             shown = charset if len(charset) <= 40 else charset[:37] + "..."
+            if codec_trap(charset):
+                raise ToolError(
+                    f"the response declares charset {shown!r}, which is a codec and not a "
+                    "character set (a decompression bomb or a trick); it was not decoded"
+                )
             return None, (
                 f"binary content ({kind}, {size}, charset {shown!r} is not a known text "
                 "encoding) not shown"
