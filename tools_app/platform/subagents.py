@@ -156,7 +156,8 @@ def subagent_spawn(
     if ended is not None:
         subagent_deliver(subagent.pk, turn_status=ended)
     elif (
-        parent_turn_id is not None
+        turn is not None
+        and parent_turn_id is not None
         and Turn.objects.filter(pk=parent_turn_id, cancel_requested=True).exists()
     ):
         # Stop came while this call was running, before the helper existed.
