@@ -66,9 +66,10 @@ sandbox-image:
 lint: $(BIN)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 typecheck: $(BIN)/.installed
-	$(BIN)/mypy controlcenter chat_app tools_app
+	$(BIN)/mypy controlcenter infra tools_app chat_app platform_app
 
 clean:
 	rm -rf var/test-embedded var/test-distributed .pytest_cache

@@ -170,8 +170,8 @@ def measure() -> dict[str, Any]:
     _setup_django()
     from django.contrib.auth import get_user_model
 
+    from chat_app.embedded import start_embedded_worker
     from chat_app.models import Conversation
-    from controlcenter.embedded import start_embedded_worker
     from tools_app.executors.browser.pool import get_pool
     from tools_app.models import ToolGroupConfig
     from tools_app.registry import override_activity

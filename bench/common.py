@@ -77,7 +77,7 @@ def child_env(mode: str) -> dict[str, str]:
 
 
 def start_worker(mode: str, queues: str = "tools,browser") -> subprocess.Popen[bytes]:
-    from controlcenter.celery import app
+    from infra.celery_app import app
 
     proc = subprocess.Popen(
         [

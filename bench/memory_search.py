@@ -56,11 +56,11 @@ def measure() -> dict[str, Any]:
     setup_django("embedded")
     from django.contrib.auth import get_user_model
 
-    from tools_app.executors.memory.settings import MemorySettings
-    from tools_app.platform.memory import fulltext, vectors
-    from tools_app.platform.memory.embedders import LocalEmbedder
-    from tools_app.platform.memory.services import memory_search
-    from tools_app.platform.models import MemoryChunk
+    from platform_app.executors.memory.settings import MemorySettings
+    from platform_app.memory import fulltext, vectors
+    from platform_app.memory.embedders import LocalEmbedder
+    from platform_app.memory.services import memory_search
+    from platform_app.models import MemoryChunk
 
     rng = random.Random(10)
     user = get_user_model().objects.create_user("bench-memory")

@@ -107,7 +107,7 @@ def measure(mode: str) -> dict[str, Any]:
     if mode == "distributed":
         worker = start_worker(mode)
     else:
-        from controlcenter.embedded import start_embedded_worker
+        from chat_app.embedded import start_embedded_worker
 
         start_embedded_worker()
     port = 18000 + (1 if mode == "distributed" else 0)

@@ -69,7 +69,7 @@ class Pipeline:
         self.backend = ""
 
     async def start(self) -> None:
-        from controlcenter.events import conversation_group
+        from infra.events import conversation_group
 
         self.channel = await self.layer.new_channel()
         await self.layer.group_add(conversation_group(self.conversation_id), self.channel)

@@ -1,3 +1,5 @@
+from __future__ import annotations
+
 from typing import Any
 
 from django.apps import AppConfig
@@ -9,17 +11,27 @@ class ChatAppConfig(AppConfig):
 
     def ready(self) -> None:
         from chat_app.models import Agent, Provider
+        from chat_app.services import sgr
+        from chat_app.services.latent import latent_execute
+        from infra.maintenance import maintenance_step
         from tools_app.models import config_track
-        from tools_app.signals import toolcall_approved, toolcall_finished
+        from tools_app.registry import latent_executor_set
+        from tools_app.services.approval import approved_call_hold_set
+        from tools_app.signals import toolcall_finished
 
         toolcall_finished.connect(_advance_turn, dispatch_uid="chat_app.advance_turn")
-        toolcall_approved.connect(_hold_approved, dispatch_uid="chat_app.hold_approved")
+        # An approved clarification of a chat turn waits for the answer, like one that needed
+        # no approval, instead of running.
+        approved_call_hold_set(sgr.call_hold)
+        # A tool without an activity: the turn's model produces its output.
+        latent_executor_set(latent_execute)
         # Model rounds keep agent and provider rows under the tool configuration's token
         # (tools_app.selectors.config_memo): a change to either moves it on.
         config_track(Agent, Provider)
+        maintenance_step("turns", _reap_turns, order=20)
 
 
-def _advance_turn(sender: object, call: object, **kwargs: object) -> None:
+def _advance_turn(sender: object, call: Any, **kwargs: object) -> None:
     from chat_app.services.turns import turn_advance
 
     turn_id = getattr(call, "turn_id", None)
@@ -27,9 +39,7 @@ def _advance_turn(sender: object, call: object, **kwargs: object) -> None:
         turn_advance(turn_id)
 
 
-def _hold_approved(sender: object, call: Any, **kwargs: object) -> bool:
-    """An approved clarification of a chat turn waits for the answer, like one that needed no
-    approval (``sgr.call_hold``), instead of running."""
-    from chat_app.services import sgr
+def _reap_turns() -> None:
+    from chat_app.services.reaper import turns_reap_lost
 
-    return sgr.call_hold(call)
+    turns_reap_lost()

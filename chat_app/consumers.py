@@ -11,8 +11,8 @@ from typing import Any
 
 from chat_app import selectors
 from chat_app.services import turns
-from controlcenter.events import conversation_group
-from controlcenter.websocket import SafeJsonConsumer, db
+from infra.events import conversation_group
+from infra.websocket import SafeJsonConsumer, db
 from tools_app.services import approval
 
 

@@ -7,7 +7,7 @@ from typing import Any
 from django.template.loader import render_to_string
 
 from chat_app.models import Conversation, Message, Turn
-from controlcenter.events import apublish_in_order, conversation_group, publish
+from infra.events import apublish_in_order, conversation_group, publish
 
 
 def message_event(message: Message, calls: list[Any] | None = None) -> dict[str, object]:

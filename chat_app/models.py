@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from controlcenter.secrets import EncryptedTextField
+from infra.secrets import EncryptedTextField
 from tools_app.models import ConfigQuerySet
 
 

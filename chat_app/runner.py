@@ -7,7 +7,7 @@ schedules ``round_run`` on the loop; a semaphore caps the rounds in flight (``ca
 full runner leaves messages on the queue for another runner. Model I/O is a coroutine; the
 short database work of a round runs on a small thread pool (``db_threads``).
 
-Embedded mode starts one runner in a thread of the web process (``controlcenter.embedded``);
+Embedded mode starts one runner in a thread of the web process (``chat_app.embedded``);
 distributed mode runs ``manage.py agent_runner`` as its own process (one or more). Every
 runner reports itself alive every few seconds (``services.runner_beats``); the turns of a
 runner that stops reporting are ended by the reaper (``chat_app.services.reaper``). A
@@ -53,7 +53,7 @@ class _QueueConsumer(ConsumerMixin):
         self.runner = runner
 
     def get_consumers(self, consumer_cls: Any, channel: Any) -> list[Any]:
-        from controlcenter.celery import app
+        from infra.celery_app import app
 
         queue = app.amqp.queues["agent"]
         return [
@@ -189,7 +189,7 @@ class AgentRunner:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())
         self.start()
-        from controlcenter.maintenance import start_maintenance_thread
+        from infra.maintenance import start_maintenance_thread
 
         start_maintenance_thread()
         while not stop.wait(5):
@@ -265,7 +265,7 @@ class AgentRunner:
             loop.close()
 
     def _consume(self) -> None:
-        from controlcenter.celery import app
+        from infra.celery_app import app
 
         with app.connection_for_read() as connection:
             self._consumer = _QueueConsumer(connection, self)
@@ -281,7 +281,7 @@ class AgentRunner:
         """Report this runner alive every few seconds — but only while its event loop still
         answers: a wedged loop stops beating and its turns are reaped like a dead runner's."""
         from chat_app.services.runner_beats import BEAT_SECONDS, runner_beat
-        from controlcenter.maintenance import close_connections_quietly
+        from infra.maintenance import close_connections_quietly
 
         while not self._stopping.wait(BEAT_SECONDS):
             loop = self.loop

@@ -67,34 +67,3 @@ def conversation_snapshot_for(*, user: Any, conversation_id: int) -> dict[str, A
         "turn_id": turn.pk if turn else None,
         "html": html,
     }
-
-
-def _reports_place(conversation: Conversation) -> tuple[Any, str, int]:
-    from tools_app.runtime import workspace_dir_for, workspace_id_for
-    from tools_app.selectors import group_settings
-
-    settings = group_settings("agent")
-    workspace = workspace_dir_for(workspace_id_for(conversation_id=conversation.pk, user_id=None))
-    folder = str(getattr(settings, "reports_folder", "reports"))
-    return workspace, folder, int(getattr(settings, "max_report_bytes", 1_000_000))
-
-
-def conversation_reports(conversation: Conversation) -> list[dict[str, object]]:
-    """The reports create_report wrote for this conversation, newest first."""
-    from tools_app.platform.reports import reports_list
-
-    workspace, folder, _ = _reports_place(conversation)
-    return reports_list(workspace=workspace, folder=folder)
-
-
-def conversation_report(conversation: Conversation, name: str) -> bytes | None:
-    """One report's bytes; None when the name is not a report's or it cannot be read safely
-    (a link, a hard link, too large, gone)."""
-    from tools_app.platform.reports import report_read
-    from tools_app.platform.safe_files import Missing, Refused
-
-    workspace, folder, max_bytes = _reports_place(conversation)
-    try:
-        return report_read(workspace=workspace, folder=folder, name=name, max_bytes=max_bytes)
-    except (Missing, Refused, OSError):
-        return None

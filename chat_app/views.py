@@ -12,6 +12,7 @@ from django_htmx.middleware import HtmxDetails
 from chat_app import selectors
 from chat_app.forms import AgentChoiceForm, RenameForm
 from chat_app.models import Conversation
+from chat_app.pages import page_panels
 from chat_app.services import sgr
 from chat_app.services.agents import agent_default
 from chat_app.services.providers import provider_default
@@ -62,38 +63,15 @@ def conversation_page(request: AuthedHtmxRequest, conversation_id: int) -> HttpR
             "running": selectors.running_turn(conversation) is not None,
             "waiting": sgr.clarification_waiting(conversation) is not None,
             "plan_html": sgr.latest_plan_html(conversation),
-            "reports": selectors.conversation_reports(conversation),
             "provider": conversation.provider or provider_default(),
             "read_only": conversation.owner_id != request.user.pk,
             "agent_form": AgentChoiceForm(
                 instance=conversation, initial={"agent": conversation.agent or default_agent}
             ),
-            "schedules": _schedules(request),
+            # What the apps above the chat show beside it (the platform: schedules, reports).
+            **page_panels(request, conversation),
         },
     )
-
-
-def _schedules(request: AuthedHtmxRequest) -> list[Any]:
-    from tools_app.platform.schedules import schedules_for
-
-    return list(schedules_for(request.user.pk))
-
-
-@login_required
-def schedule_list(request: AuthedHtmxRequest) -> HttpResponse:
-    """The sidebar's schedules (the page refreshes them after a schedule_* call)."""
-    return render(request, "chat/page.html#schedule-list", {"schedules": _schedules(request)})
-
-
-@login_required
-@require_POST
-def schedule_delete(request: AuthedHtmxRequest, schedule_id: int) -> HttpResponse:
-    from tools_app.platform.models import Schedule
-
-    Schedule.objects.filter(pk=schedule_id, user=request.user).delete()
-    if request.htmx:
-        return schedule_list(request)
-    return redirect("chat:index")
 
 
 @login_required
@@ -136,30 +114,3 @@ def conversation_delete(request: AuthedHtmxRequest, conversation_id: int) -> Htt
     if request.htmx:
         return HttpResponseClientRedirect("/")
     return redirect("chat:index")
-
-
-@login_required
-def reports_list(request: AuthedHtmxRequest, conversation_id: int) -> HttpResponse:
-    """The conversation's reports (create_report), newest first: the sidebar's list."""
-    conversation = selectors.conversation_for_viewer(request.user, conversation_id)
-    if conversation is None:
-        raise Http404("conversation not found")
-    return render(
-        request,
-        "chat/page.html#reports-list",
-        {"conversation": conversation, "reports": selectors.conversation_reports(conversation)},
-    )
-
-
-@login_required
-def report_download(request: AuthedHtmxRequest, conversation_id: int, name: str) -> HttpResponse:
-    conversation = selectors.conversation_for_viewer(request.user, conversation_id)
-    if conversation is None:
-        raise Http404("conversation not found")
-    data = selectors.conversation_report(conversation, name)
-    if data is None:
-        raise Http404("report not found")
-    response = HttpResponse(data, content_type="text/markdown; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{name}"'
-    response["X-Content-Type-Options"] = "nosniff"
-    return response

@@ -15,13 +15,13 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from chat_app.routing import websocket_urlpatterns as chat_ws  # noqa: E402
-from controlcenter.body_limit import BodyLimit  # noqa: E402
-from tools_app.mcp_server import McpRouter  # noqa: E402
-from tools_app.routing import websocket_urlpatterns as tools_ws  # noqa: E402
+from infra.body_limit import BodyLimit  # noqa: E402
+from platform_app.mcp_gateway import McpRouter  # noqa: E402
+from tools_app.manager.routing import websocket_urlpatterns as tools_ws  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        # /mcp/: our governed tools for outside MCP clients (tools_app.mcp_server).
+        # /mcp/: our governed tools for outside MCP clients (platform_app.mcp_gateway).
         "http": BodyLimit(McpRouter(django_asgi_app)),
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(URLRouter([*chat_ws, *tools_ws]))

@@ -16,8 +16,8 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from controlcenter.dbfork import register_db_fork_safety
-from controlcenter.env import envbool, envchoice, envfloat, envint, envlist, envstr
+from infra.dbfork import register_db_fork_safety
+from infra.env import envbool, envchoice, envfloat, envint, envlist, envstr
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(envstr("CC_VAR_DIR", str(BASE_DIR / "var"))).resolve()
@@ -77,9 +77,10 @@ INSTALLED_APPS = [
     "channels",
     "django_htmx",
     "template_partials",
-    "chat_app",
-    "tools_app",
-    "tools_app.platform",  # platform tools' state: memory (issue 10)
+    # The three layers, bottom up: each imports only those above it in this list.
+    "tools_app",  # tools: registry, binding, execution, sandboxes, executors, Tools Manager
+    "chat_app",  # conversations, turns, the agent loop and runner, providers, agent kinds
+    "platform_app",  # what needs both: memory, schedules, subagents, agent tools, /mcp/
 ]
 
 MIDDLEWARE = [
@@ -92,7 +93,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "controlcenter.middleware.LoginRequiredExceptMiddleware",
+    "infra.middleware.LoginRequiredExceptMiddleware",
 ]
 
 ROOT_URLCONF = "controlcenter.urls"
@@ -125,8 +126,8 @@ _sqlite_options = {
     "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
 }
 # Django's SQLite backend, with this process's writers queued on a lock instead of sleeping
-# in SQLite's busy handler (see controlcenter/db/sqlite3/base.py).
-SQLITE_ENGINE = "controlcenter.db.sqlite3"
+# in SQLite's busy handler (see infra/db/sqlite3/base.py).
+SQLITE_ENGINE = "infra.db.sqlite3"
 _database_url = envstr("DATABASE_URL")
 DB_POOL_MAX_SIZE = envint("DB_POOL_MAX_SIZE", 10, minimum=1)
 if _database_url:
@@ -177,7 +178,7 @@ register_db_fork_safety()
 if MODE == "distributed":
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "controlcenter.redis_layer.FewerTripsRedisChannelLayer",
+            "BACKEND": "infra.redis_layer.FewerTripsRedisChannelLayer",
             "CONFIG": {
                 "hosts": [
                     {
@@ -203,7 +204,7 @@ if MODE == "distributed":
     }
     CELERY_BROKER_URL = REDIS_URL
     # kombu's Redis transport, keeping one Redis client per channel (see redis_transport).
-    CELERY_BROKER_TRANSPORT = "controlcenter.redis_transport:Transport"
+    CELERY_BROKER_TRANSPORT = "infra.redis_transport:Transport"
     # No acknowledgement emulation: kombu would keep every message taken in a Redis hash until
     # it is acknowledged (two transactions per message, in the consumer's thread, before the
     # task starts) to deliver it again after a visibility timeout. Nothing here needs that:
@@ -212,10 +213,10 @@ if MODE == "distributed":
     # (toolcall_redeliver_queued, the turn reaper), where claiming is a conditional UPDATE.
     CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {"ack_emulation": False}
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "controlcenter.layers.ThreadSafeInMemoryChannelLayer"}}
+    CHANNEL_LAYERS = {"default": {"BACKEND": "infra.layers.ThreadSafeInMemoryChannelLayer"}}
     CELERY_BROKER_URL = "memory://"
     # kombu polls the in-memory transport (1 s by default); ours is woken by each message.
-    CELERY_BROKER_TRANSPORT = "controlcenter.memory_transport:Transport"
+    CELERY_BROKER_TRANSPORT = "infra.memory_transport:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS = {}
 
 # Celery's Django fixup closes the database connection around every task unless told to
@@ -273,7 +274,7 @@ LLM = {
     "native_tools": envchoice("LLM_NATIVE_TOOLS", ("auto", "true", "false"), "auto"),
     "timeout": envfloat("LLM_TIMEOUT", 120.0),
 }
-# Fernet keys for secrets at rest (controlcenter/secrets.py): the first encrypts, all decrypt.
+# Fernet keys for secrets at rest (infra/secrets.py): the first encrypts, all decrypt.
 # Unset: one key derived from SECRET_KEY, which by default lives in var/ beside the SQLite
 # database; SECRETS_KEYS_FILE (one key per line) keeps them elsewhere. README "Secrets at rest".
 SECRETS_KEYS = envlist("SECRETS_KEYS")
@@ -284,7 +285,7 @@ MCP_SERVERS_VENV = Path(envstr("MCP_SERVERS_VENV", str(VAR_DIR / "mcp-venv"))).r
 MCP_RATE_LIMIT_PER_MINUTE = envint("MCP_RATE_LIMIT_PER_MINUTE", 120, minimum=1)
 # Active (unrevoked) API tokens a user may hold; creating one more is refused.
 API_TOKENS_PER_USER = envint("API_TOKENS_PER_USER", 20, minimum=1)
-# The largest HTTP request body any request may send (controlcenter/body_limit.py): larger ones
+# The largest HTTP request body any request may send (infra/body_limit.py): larger ones
 # are answered 413 before they are held in memory. Above Django's own form limits (2.5 MB in
 # memory, then spooled to disk) and the OpenAPI document upload.
 MAX_REQUEST_BODY_BYTES = envint("MAX_REQUEST_BODY_BYTES", 32 * 1024 * 1024, minimum=1024 * 1024)
@@ -309,7 +310,7 @@ if not 0.5 <= SCHEDULES_TICK_SECONDS <= 60:
     raise ImproperlyConfigured("SCHEDULES_TICK_SECONDS must be between 0.5 and 60 (seconds)")
 CELERY_BEAT_SCHEDULE = {
     "schedules-tick": {
-        "task": "tools_app.platform.tasks.schedules_tick",
+        "task": "platform_app.tasks.schedules_tick",
         "schedule": SCHEDULES_TICK_SECONDS,
         # A tick nobody took in time is dropped: the next one fires the same due schedules.
         "options": {"queue": "tools", "expires": max(SCHEDULES_TICK_SECONDS, 5.0)},

@@ -180,7 +180,7 @@ def start_agent_runner(log_name: str = "test-runner.log", **env: str) -> subproc
 
 def start_celery_worker(log_name: str = "test-worker.log", **env: str) -> subprocess.Popen[bytes]:
     """Distributed mode: a real ``celery worker`` process for the tool queues."""
-    from controlcenter.celery import app
+    from infra.celery_app import app
 
     name = f"test-{uuid.uuid4().hex[:6]}@%h"
     log = open(ROOT / "var" / log_name, "ab")  # noqa: SIM115 - closed by the process's end
@@ -266,7 +266,7 @@ def worker_process(
 def worker(transactional_db: None, worker_process: Any) -> str:
     """Something that runs Celery tasks, in the current mode. Needs committed data."""
     if settings.MODE == "embedded":
-        from controlcenter.embedded import start_embedded_worker
+        from chat_app.embedded import start_embedded_worker
 
         start_embedded_worker()
     return settings.MODE

@@ -13,7 +13,7 @@ from django.contrib import admin
 from django.db import models
 from django.http import HttpRequest
 
-from controlcenter.secrets import EncryptedTextField
+from infra.secrets import EncryptedTextField
 from tools_app.models import AuditRecord, ToolCall, ToolFunctionConfig, ToolGroupConfig
 
 

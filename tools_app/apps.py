@@ -1,4 +1,10 @@
+from __future__ import annotations
+
+import logging
+
 from django.apps import AppConfig
+
+logger = logging.getLogger(__name__)
 
 
 class ToolsAppConfig(AppConfig):
@@ -6,9 +12,34 @@ class ToolsAppConfig(AppConfig):
     verbose_name = "Tools"
 
     def ready(self) -> None:
+        from infra.maintenance import maintenance_step
         from tools_app import executors
+        from tools_app.executors.browser import browser_maintenance
         from tools_app.models import ToolFunctionConfig, ToolGroupConfig, config_track
 
         executors.load_all()
         # Processes cache tool configuration keyed by ToolConfigVersion (tools_app.selectors).
         config_track(ToolGroupConfig, ToolFunctionConfig)
+        # Lost tool calls first: their turns (chat_app's step) may then move on.
+        maintenance_step("tool calls", _reap_tool_calls, order=10)
+        maintenance_step("idle sandboxes", _reap_idle_sandboxes, order=30)
+        maintenance_step("browser", browser_maintenance, order=40)
+
+
+def _reap_tool_calls() -> None:
+    from tools_app.services.execution import toolcall_reap_lost, toolcall_redeliver_queued
+
+    reaped = toolcall_reap_lost()
+    if reaped:
+        logger.warning("marked %d tool call(s) with a lost worker as failed", reaped)
+    sent = toolcall_redeliver_queued()
+    if sent:
+        logger.warning("queued %d waiting tool call(s) again", sent)
+
+
+def _reap_idle_sandboxes() -> None:
+    from tools_app.sandbox import reap_idle_sandboxes
+
+    reaped = reap_idle_sandboxes()
+    if reaped:
+        logger.info("removed %d idle sandbox container(s)", reaped)

@@ -6,7 +6,7 @@ from concurrent.futures import Future
 
 from django.template.loader import render_to_string
 
-from controlcenter.events import conversation_group, publish, toolcall_group
+from infra.events import conversation_group, publish, toolcall_group
 from tools_app.models import ToolCall
 
 

@@ -278,7 +278,3 @@ def imported_reset() -> None:
             unregister_source(group_name)
         _registered.clear()
         _checked_at = 0.0
-
-
-def is_imported(tool: Any) -> bool:
-    return isinstance(tool, type) and issubclass(tool, ImportedTool)

@@ -6,7 +6,7 @@ from typing import Any
 from django.conf import settings as django_settings
 from django.db import models
 
-from controlcenter.secrets import EncryptedTextField
+from infra.secrets import EncryptedTextField
 
 
 class ToolConfigVersion(models.Model):

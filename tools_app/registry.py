@@ -211,6 +211,21 @@ def is_latent(tool: type[BaseTool]) -> bool:
     return resolve_activity(tool) is None
 
 
+# How a tool without an activity runs: the model produces its output (``chat_app`` sets it at
+# ready(), since only the chat knows the providers). None: such a tool cannot run.
+LatentExecutor = Callable[[type[BaseTool], BaseTool, "ActivityContext"], dict[str, Any]]
+_latent: LatentExecutor | None = None
+
+
+def latent_executor_set(execute: LatentExecutor | None) -> None:
+    global _latent
+    _latent = execute
+
+
+def latent_executor() -> LatentExecutor | None:
+    return _latent
+
+
 @contextmanager
 def override_activity(name: str, fn: Activity) -> Iterator[None]:
     """Swap an activity for a test double without touching any schema."""

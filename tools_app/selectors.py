@@ -22,7 +22,7 @@ from django.db.models import TextField
 from django.db.models.functions import Cast
 from pydantic import ValidationError
 
-from controlcenter.secrets import SecretDecryptionError, decrypt
+from infra.secrets import SecretDecryptionError, decrypt
 from tools_app.models import ToolConfigVersion, ToolFunctionConfig, ToolGroupConfig
 from tools_app.registry import GROUPS, TOOLS, BaseTool, GroupSettings
 
@@ -238,19 +238,6 @@ def tool_state(tool: type[BaseTool]) -> ToolState:
 
 def group_enabled(name: str) -> bool:
     return config_snapshot().group_enabled(name)
-
-
-def function_config(name: str) -> ToolFunctionConfig:
-    """The function's switches (an unsaved instance with the defaults if never set)."""
-    flags = config_snapshot().function(name)
-    return ToolFunctionConfig(
-        name=name,
-        enabled=flags.enabled,
-        requires_approval=flags.requires_approval,
-        reasoning_for_call=flags.reasoning_for_call,
-        timeout_seconds=flags.timeout_seconds,
-        calls_per_minute=flags.calls_per_minute,
-    )
 
 
 def tool_disabled_reason(tool: type[BaseTool]) -> str | None:

@@ -30,7 +30,7 @@ def refresh_tool_source(source_id: int) -> None:
 
 @worker_ready.connect(weak=False, dispatch_uid="cc-maintenance")
 def _start_maintenance(**_: object) -> None:
-    """Every worker process looks for lost work too (see controlcenter.maintenance)."""
-    from controlcenter.maintenance import start_maintenance_thread
+    """Every worker process looks for lost work too (see infra.maintenance)."""
+    from infra.maintenance import start_maintenance_thread
 
     start_maintenance_thread()

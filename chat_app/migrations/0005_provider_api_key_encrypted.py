@@ -2,7 +2,7 @@
 
 from django.db import migrations
 
-import controlcenter.secrets
+import infra.secrets
 
 
 def encrypt_keys(apps, schema_editor):
@@ -32,7 +32,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name="provider",
             name="api_key",
-            field=controlcenter.secrets.EncryptedTextField(
+            field=infra.secrets.EncryptedTextField(
                 blank=True, default="", help_text="Encrypted at rest; write-only in forms."
             ),
         ),

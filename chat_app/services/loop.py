@@ -44,6 +44,7 @@ from chat_app.services import sgr
 from chat_app.services.agents import agent_for_conversation
 from chat_app.services.history import build_history
 from chat_app.services.live import LiveRound, RoundSupervisor, Stopped
+from chat_app.services.prompt_blocks import prompt_blocks
 from chat_app.services.providers import (
     provider_client,
     provider_for_conversation,
@@ -52,11 +53,10 @@ from chat_app.services.providers import (
 from chat_app.services.retry import RetryNotice, RetryPolicy, call_with_retries
 from chat_app.services.sgr import RoundState
 from chat_app.services.turns import turn_advance, turn_finish
-from controlcenter.db import rows
+from infra.db import rows
 from tools_app import selectors
 from tools_app.events import toolcall_publish
 from tools_app.models import ToolCall
-from tools_app.platform.prompt import platform_prompt
 from tools_app.registry import BaseTool
 from tools_app.runtime import BindContext, scope_narrow
 from tools_app.services.binding import (
@@ -243,8 +243,8 @@ def _round_prepare(turn_id: int, *, runner: str, clients: ClientCache | None) ->
 def _build_request(plan: RoundPlan, turn: Turn) -> None:
     system = plan.agent.system_prompt.strip() or DEFAULT_SYSTEM_PROMPT
     system = f"{system}\n\n{UNTRUSTED_RULE}"
-    # Platform tools: the user's core memory and the skill index, in every system prompt.
-    system += platform_prompt(
+    # What the apps above add (the platform: core memory and the skill index).
+    system += prompt_blocks(
         user_id=plan.user_id,
         conversation_id=plan.conversation_id,
         offered={t.tool_name for t in plan.tools},

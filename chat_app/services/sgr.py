@@ -35,7 +35,7 @@ from django.utils import timezone
 
 from chat_app.events import message_publish, turn_publish
 from chat_app.models import Agent, Conversation, Message, Turn
-from controlcenter.events import conversation_group, publish
+from infra.events import conversation_group, publish
 from tools_app.models import ToolCall
 from tools_app.registry import BaseTool
 

@@ -22,8 +22,8 @@ from chat_app.services import sgr
 from chat_app.services.agents import agent_for_conversation
 from chat_app.services.slash import slash_run
 from chat_app.signals import turn_finished, turn_stopping
-from controlcenter.celery import app as celery_app
-from controlcenter.db import rows
+from infra.celery_app import app as celery_app
+from infra.db import rows
 from tools_app.models import ToolCall
 from tools_app.services.execution import toolcall_cancel
 
@@ -180,7 +180,7 @@ def turn_finish(turn: Turn, *, status: str, error: str = "", notice: str = "") -
         message_publish(message, calls=[])
     turn_publish(turn)
     # HOOK (platform tools): a finished subagent posts its answer into its parent conversation
-    # (tools_app.platform.subagents); receivers never break the turn-ending path.
+    # (platform_app.subagents); receivers never break the turn-ending path.
     for receiver, result in turn_finished.send_robust(sender=Turn, turn=turn):
         if isinstance(result, Exception):
             logger.error("turn %s: %r failed", turn.pk, receiver, exc_info=result)

@@ -11,7 +11,7 @@ import pytest
 from channels_redis.core import RedisChannelLayer
 from django.conf import settings
 
-from controlcenter.redis_layer import FewerTripsRedisChannelLayer
+from infra.redis_layer import FewerTripsRedisChannelLayer
 
 pytestmark = pytest.mark.distributed_only
 

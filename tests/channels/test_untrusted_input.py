@@ -14,7 +14,7 @@ from django.conf import settings
 from chat_app.models import Conversation, Message, Turn
 from tests.channels.test_consumer import collect_until_turn_ends, communicator
 from tests.llm_server import Reply
-from tools_app.routing import websocket_urlpatterns as tools_routes
+from tools_app.manager.routing import websocket_urlpatterns as tools_routes
 
 pytestmark = [pytest.mark.modes]
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
+from platform_app.models import MemoryChunk
 from tests.e2e.conftest import login, wait_connected
-from tools_app.platform.models import MemoryChunk
 
 pytestmark = [pytest.mark.e2e, pytest.mark.modes]
 

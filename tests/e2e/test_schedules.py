@@ -16,10 +16,10 @@ from django.conf import settings
 from django.utils import timezone
 from playwright.sync_api import expect
 
+from platform_app.models import Schedule
 from tests.conftest import start_beat_process, stop_process
 from tests.e2e.conftest import login, run_app_server, wait_connected
 from tests.llm_server import Reply
-from tools_app.platform.models import Schedule
 
 pytestmark = [pytest.mark.e2e, pytest.mark.modes]
 

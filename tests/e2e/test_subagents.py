@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+from platform_app.models import Subagent
 from tests.e2e.conftest import login, wait_connected
 from tests.llm_server import Call, Reply
-from tools_app.platform.models import Subagent
 
 pytestmark = [pytest.mark.e2e, pytest.mark.modes]
 

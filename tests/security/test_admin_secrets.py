@@ -16,7 +16,7 @@ from django.contrib import admin
 from django.test import Client
 from django.urls import reverse
 
-from controlcenter.secrets import EncryptedTextField
+from infra.secrets import EncryptedTextField
 
 PAGES = ("changelist", "change", "history", "delete")
 
@@ -30,8 +30,8 @@ def secrets_everywhere(staff_user: Any, user: Any) -> list[str]:
     """Every credential the app stores, set through the path that sets it in production where
     there is one; the plain texts that must never reach a page."""
     from chat_app.models import Agent, Conversation, Message, Provider
+    from platform_app.api_tokens import api_token_create
     from tools_app.models import ToolSource
-    from tools_app.services.api_tokens import api_token_create
     from tools_app.services.settings import group_settings_save
 
     provider = Provider.objects.create(

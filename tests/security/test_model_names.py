@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 
 from chat_app.models import Agent, Conversation, Provider
+from platform_app.models import Schedule
 from tests.tools.calls import ok, run_tool
 from tests.tools.conftest import configure
-from tools_app.platform.models import Schedule
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 

@@ -10,10 +10,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from platform_app.admin import ScheduleForm
+from platform_app.models import Schedule
+from platform_app.schedules import CronInvalid, cron_check, schedules_fire_due
 from tests.tools.calls import run_tool
-from tools_app.platform.admin import ScheduleForm
-from tools_app.platform.models import Schedule
-from tools_app.platform.schedules import CronInvalid, cron_check, schedules_fire_due
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 

@@ -15,13 +15,13 @@ from django.utils import timezone
 
 from chat_app.models import Agent, Conversation, Turn
 from chat_app.services.turns import turn_start
+from platform_app.api_tokens import api_token_create
+from platform_app.models import Schedule, Subagent
+from platform_app.schedules import schedules_fire_due
 from tests.conftest import wait_turn
 from tests.helpers import wait_for
 from tests.llm_server import Call, Reply
 from tools_app.models import ToolCall
-from tools_app.platform.models import Schedule, Subagent
-from tools_app.platform.schedules import schedules_fire_due
-from tools_app.services.api_tokens import api_token_create
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.modes]
 

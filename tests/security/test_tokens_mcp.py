@@ -27,11 +27,7 @@ from django.conf import settings
 from django.core.management import CommandError, call_command
 from django.test import Client, override_settings
 
-from tests.conftest import ROOT, _process_tree, child_env
-from tests.e2e.conftest import free_port
-from tests.helpers import wait_for
-from tools_app.models import ApiToken, AuditRecord, ToolCall
-from tools_app.services.api_tokens import (
+from platform_app.api_tokens import (
     AGENT_DELETED,
     TokenError,
     api_token_allowed_tools,
@@ -39,6 +35,10 @@ from tools_app.services.api_tokens import (
     api_token_revoke,
     api_token_verify,
 )
+from tests.conftest import ROOT, _process_tree, child_env
+from tests.e2e.conftest import free_port
+from tests.helpers import wait_for
+from tools_app.models import ApiToken, AuditRecord, ToolCall
 
 MB = 1024 * 1024
 

@@ -14,11 +14,11 @@ from django.conf import settings
 from chat_app.models import Conversation, Message, Provider, Turn
 from chat_app.services.history import build_history
 from chat_app.services.turns import turn_start
+from platform_app.models import CoreMemoryEntry
 from tests.conftest import wait_turn
 from tests.helpers import data_of
 from tests.llm_server import Call, Reply
 from tools_app.models import ToolCall
-from tools_app.platform.models import CoreMemoryEntry
 from tools_app.untrusted import UNTRUSTED_RULE, marker_id
 
 pytestmark = [pytest.mark.django_db(transaction=True)]

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from chat_app.models import Conversation
 from tests.helpers import wait_for
-from tools_app.audit_selectors import EXPORT_FIELDS, AuditFilters, audit_records
+from tools_app.manager.audit_selectors import EXPORT_FIELDS, AuditFilters, audit_records
 from tools_app.models import AuditRecord
 from tools_app.runtime import BindContext
 from tools_app.services.binding import CallRequest, toolcall_bind

@@ -11,9 +11,9 @@ from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
 
+from tools_app.manager.routing import websocket_urlpatterns
 from tools_app.models import AuditRecord, ToolCall, ToolFunctionConfig
 from tools_app.registry import override_activity
-from tools_app.routing import websocket_urlpatterns
 from tools_app.runtime import BindContext
 from tools_app.services.binding import CallRequest, toolcall_bind, toolcall_dispatch
 

@@ -8,7 +8,7 @@ import pytest
 from django.http import QueryDict
 from pydantic import Field
 
-from tools_app.forms import SettingsForm, ToolTestForm, field_spec, schema_specs
+from tools_app.manager.forms import SettingsForm, ToolTestForm, field_spec, schema_specs
 from tools_app.registry import TOOLS, GroupSettings
 from tools_app.schema import plain_schema
 

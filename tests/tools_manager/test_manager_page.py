@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 from pydantic import Field
 
-from tools_app import manager_selectors
+from tools_app.manager import selectors as manager_selectors
 from tools_app.models import ToolCall, ToolGroupConfig
 from tools_app.registry import GROUPS, GroupSettings, ToolGroup, register_group
 

@@ -6,7 +6,7 @@ import sys
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from controlcenter.env import envbool, envchoice, envint, envlist, envstr
+from infra.env import envbool, envchoice, envint, envlist, envstr
 from tests.conftest import ROOT
 
 

@@ -11,7 +11,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("controlcenter", "chat_app", "tools_app")
+PACKAGES = ("controlcenter", "infra", "tools_app", "chat_app", "platform_app")
 
 
 def project_modules() -> dict[str, Path]:

@@ -10,7 +10,7 @@ import uuid
 import pytest
 from channels.layers import get_channel_layer
 
-from controlcenter.events import apublish_in_order, publish
+from infra.events import apublish_in_order, publish
 
 pytestmark = [pytest.mark.modes]
 

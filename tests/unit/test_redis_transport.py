@@ -1,4 +1,4 @@
-"""kombu's Redis channel keeps one client per connection pool (controlcenter.redis_transport)."""
+"""kombu's Redis channel keeps one client per connection pool (infra.redis_transport)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from django.conf import settings
 from kombu import Connection, Queue
 
-from controlcenter.redis_transport import Channel, Transport
+from infra.redis_transport import Channel, Transport
 
 pytestmark = pytest.mark.distributed_only
 

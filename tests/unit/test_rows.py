@@ -1,4 +1,4 @@
-"""Hot-path INSERTs written out (controlcenter/db/rows.py) store what ``save()`` stores."""
+"""Hot-path INSERTs written out (infra/db/rows.py) store what ``save()`` stores."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from django.forms.models import model_to_dict
 
 from chat_app.models import Message, Turn
-from controlcenter.db import rows
+from infra.db import rows
 from tools_app.models import ToolCall
 
 pytestmark = pytest.mark.modes

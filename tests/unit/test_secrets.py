@@ -8,7 +8,7 @@ from django.db import connection
 from django.test import override_settings
 
 from chat_app.models import Provider
-from controlcenter import secrets
+from infra import secrets
 
 
 def _stored(provider: Provider) -> str:
@@ -125,7 +125,7 @@ def test_it_takes_the_keys_from_a_file_outside_var(tmp_path):
 
 @pytest.mark.django_db
 def test_keys_from_a_file_encrypt_and_rotate(monkeypatch, tmp_path) -> None:
-    from controlcenter.env import envlist
+    from infra.env import envlist
 
     old, new = secrets.new_key(), secrets.new_key()
     key_file = tmp_path / "secrets_keys"

@@ -1,4 +1,4 @@
-"""SQLite's writers queue on a lock in this process (controlcenter/db/sqlite3): an atomic block
+"""SQLite's writers queue on a lock in this process (infra/db/sqlite3): an atomic block
 holds it from its first statement to its commit, not from the moment it is entered."""
 
 from __future__ import annotations

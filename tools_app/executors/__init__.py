@@ -1,6 +1,7 @@
 """Executor packages, found by convention from this one list.
 
-Each entry is a package ``tools_app.executors.<name>`` with the same shape: ``tools.py``
+Each entry is a package ``tools_app.executors.<name>`` (or, for the platform's tools,
+``platform_app.executors.<name>``) with the same shape: ``tools.py``
 (Pydantic tool schemas), ``settings.py`` (the group's admin-editable settings),
 ``activity.py`` (what runs). Importing the package registers its tools and activities.
 """
@@ -10,13 +11,17 @@ from __future__ import annotations
 import importlib
 
 EXECUTORS: list[str] = [
-    "shell", "file", "http", "dev", "docker", "time", "browser",
-    "memory", "docs", "skills", "messaging", "schedules", "subagents", "agent", "openapi",
-    "mcp", "research",
+    "shell", "file", "http", "dev", "docker", "time", "browser", "openapi", "mcp", "research",
 ]  # fmt: skip
 
 
-def load_all() -> None:
-    for name in EXECUTORS:
+def load_executors(package: str, names: list[str]) -> None:
+    """Import ``<package>.<name>.{settings,tools,activity}`` for each name: an app's
+    ``ready()`` loads its own executor packages (the platform's live in ``platform_app``)."""
+    for name in names:
         for module in ("settings", "tools", "activity"):
-            importlib.import_module(f"tools_app.executors.{name}.{module}")
+            importlib.import_module(f"{package}.{name}.{module}")
+
+
+def load_all() -> None:
+    load_executors("tools_app.executors", EXECUTORS)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from django.db import transaction
@@ -20,7 +21,6 @@ from tools_app.runtime import BindContext
 from tools_app.services.audit import audit_approval, audit_call
 from tools_app.services.binding import format_validation_error, toolcall_dispatch
 from tools_app.services.execution import toolcall_finish
-from tools_app.signals import toolcall_approved
 
 logger = logging.getLogger(__name__)
 
@@ -83,15 +83,27 @@ def toolcall_approve(
     return call
 
 
+# Who may take an approved call over instead of it being sent to a worker (the chat: a
+# clarification waits for the person's answer). Set at ready() by the layer above.
+_hold: Callable[[ToolCall], bool] | None = None
+
+
+def approved_call_hold_set(hold: Callable[[ToolCall], bool] | None) -> None:
+    """``hold(call)`` returns True when it took the approved call over (it is not sent)."""
+    global _hold
+    _hold = hold
+
+
 def _held(call: ToolCall) -> bool:
-    """Whether a ``toolcall_approved`` receiver took the call over; one that fails does not
-    (the call is then sent as any other)."""
-    held = False
-    for receiver, result in toolcall_approved.send_robust(sender=ToolCall, call=call):
-        if isinstance(result, Exception):
-            logger.error("call %s: %r failed", call.pk, receiver, exc_info=result)
-        held = held or result is True
-    return held
+    """Whether the hold took the call over; one that fails does not (the call is then sent as
+    any other)."""
+    if _hold is None:
+        return False
+    try:
+        return _hold(call) is True
+    except Exception:
+        logger.exception("call %s: holding the approved call failed", call.pk)
+        return False
 
 
 def toolcall_deny(*, call: ToolCall, user: Any) -> ToolCall:

@@ -1,4 +1,4 @@
-"""Writing the audit trail. Reads (filters, search, export) are in tools_app/selectors_audit.py."""
+"""Writing the audit trail. Reads (filters, search, export): tools_app.manager.audit_selectors."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.db import connection
 
-from controlcenter.db import rows
+from infra.db import rows
 from tools_app.models import AuditRecord, ToolCall
 
 RESULT_CAP = 16_000  # characters of JSON kept per result
@@ -87,7 +87,7 @@ def audit_call_insert(
     call: ToolCall, changes: dict[str, Any] | None = None
 ) -> tuple[str, str, list[Any]]:
     """The call's new record as parts of an ``INSERT``: ``table (columns)``, the values (SQL,
-    with placeholders) and their parameters (``controlcenter.db.rows``): a finish needs them
+    with placeholders) and their parameters (``infra.db.rows``): a finish needs them
     inside its own statement (``toolcall_finish``). The username and the conversation title
     are copied by subselects inside the INSERT, as they are now: the record outlives both, and
     costs no query of its own."""
@@ -103,13 +103,14 @@ def audit_call_insert(
 
 
 def _computed() -> dict[str, str]:
-    from chat_app.models import Conversation
-
+    # The conversation model as the call's foreign key names it (it lives in the chat app).
+    conversation = ToolCall._meta.get_field("conversation").related_model
+    assert isinstance(conversation, type)
     qn = connection.ops.quote_name
     sql = {}
     for name, model, column in (
         ("username", get_user_model(), "username"),
-        ("conversation_title", Conversation, "title"),
+        ("conversation_title", conversation, "title"),
     ):
         key = qn(str(model._meta.pk.column if model._meta.pk else "id"))
         # Our own table and column names; the only value is a parameter.

@@ -20,8 +20,8 @@ from django.db.models import Count, Q
 from django.utils import timezone
 from pydantic import ValidationError
 
-from controlcenter.celery import app as celery_app
-from controlcenter.db import rows
+from infra.celery_app import app as celery_app
+from infra.db import rows
 from tools_app import selectors
 from tools_app.errors import PolicyDenied, ToolError
 from tools_app.imported import imported_sync

@@ -21,13 +21,19 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from controlcenter.db import rows
+from infra.db import rows
 from tools_app import selectors
 from tools_app.errors import PolicyDenied, ToolCancelled, ToolError, ToolTimeout
 from tools_app.events import toolcall_publish
 from tools_app.imported import imported_sync
 from tools_app.models import AuditRecord, ToolCall, ToolConfigVersion
-from tools_app.registry import GROUPS, activity_name, get_tool, resolve_activity
+from tools_app.registry import (
+    GROUPS,
+    activity_name,
+    get_tool,
+    latent_executor,
+    resolve_activity,
+)
 from tools_app.runtime import ActivityContext
 from tools_app.services.audit import audit_call, audit_call_insert
 from tools_app.services.binding import toolcall_send
@@ -171,9 +177,10 @@ def toolcall_execute(*, tool_call_id: int) -> None:
         args = tool.model_validate(call.arguments or {})
         activity = resolve_activity(tool)
         if activity is None:
-            from tools_app.services.latent import latent_execute
-
-            data = latent_execute(tool=tool, args=args, ctx=ctx)
+            latent = latent_executor()
+            if latent is None:
+                raise ToolError(f"{tool.tool_name} has no activity and cannot run latently here")
+            data = latent(tool, args, ctx)
         else:
             data = activity(args, ctx)
         if ctx.cancel.is_set() and watchdog.reason is not None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -197,11 +196,3 @@ def source_delete(source: ToolSource, *, user: Any) -> None:
 
 def host_of(url: str) -> str:
     return (urlsplit(url).hostname or "").lower()
-
-
-@dataclass
-class SourceRow:
-    """For pages and the command line."""
-
-    source: ToolSource
-    secrets: list[str] = field(default_factory=list)

@@ -9,7 +9,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
-from controlcenter.env import envstr
+from infra.env import envstr
 
 
 class Command(BaseCommand):

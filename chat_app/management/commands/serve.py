@@ -34,16 +34,16 @@ class Command(BaseCommand):
         from daphne.endpoints import build_endpoint_description_strings
 
         from chat_app.services.providers import provider_seed_from_env
-        from controlcenter.body_limit import CappedServer
-        from controlcenter.maintenance import start_maintenance_thread
+        from infra.body_limit import CappedServer
+        from infra.maintenance import start_maintenance_thread
 
         provider_seed_from_env()
         if settings.MODE == "embedded" and not no_worker:
-            from controlcenter.embedded import start_embedded_worker
+            from chat_app.embedded import start_embedded_worker
 
             start_embedded_worker()
             if not no_beat:
-                from controlcenter.embedded import start_embedded_beat
+                from chat_app.embedded import start_embedded_beat
 
                 start_embedded_beat()  # schedules: beat sends ticks to the in-process worker
         # Every process looks for lost work; the web process too, so a turn whose runner or

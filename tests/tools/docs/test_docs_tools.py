@@ -91,7 +91,7 @@ def test_the_project_docs_can_be_switched_off(user, handbook):
 
 
 def test_folder_settings_are_validated():
-    from tools_app.executors.docs.settings import DocsSettings
+    from platform_app.executors.docs.settings import DocsSettings
 
     for bad in (["relative/path"], ["x=/a", "x=/b"], ["bad name=/a"], ["docs=/a"]):
         with pytest.raises(ValueError):

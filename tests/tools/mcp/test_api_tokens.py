@@ -7,14 +7,14 @@ from typing import Any
 import pytest
 from django.test import Client, override_settings
 
-from tools_app.models import ApiToken
-from tools_app.services.api_tokens import (
+from platform_app.api_tokens import (
     api_token_create,
     api_token_hit,
     api_token_revoke,
     api_token_verify,
     token_hash,
 )
+from tools_app.models import ApiToken
 
 
 @pytest.mark.django_db
@@ -29,7 +29,7 @@ def test_only_a_hash_of_the_token_is_stored(user: Any) -> None:
 
 @pytest.mark.django_db
 def test_a_user_cannot_revoke_someone_elses_token(user: Any, other_user: Any) -> None:
-    from tools_app.services.api_tokens import TokenError
+    from platform_app.api_tokens import TokenError
 
     token, raw = api_token_create(user=user, name="n")
     with pytest.raises(TokenError):

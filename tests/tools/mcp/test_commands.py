@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
+from platform_app.api_tokens import api_token_verify
 from tests.tools.mcp.servers import Observed
 from tests.tools.openapi.api_app import API_KEY, make_app, serve
 from tools_app.models import ApiToken, ToolSource
 from tools_app.registry import get_tool
-from tools_app.services.api_tokens import api_token_verify
 
 
 def run(*args: str, **env: str) -> str:

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
+from platform_app.api_tokens import api_token_create, api_token_revoke
 from tests.helpers import wait_for
 from tools_app.models import AuditRecord, ToolCall, ToolFunctionConfig
 from tools_app.runtime import workspace_dir_for
-from tools_app.services.api_tokens import api_token_create, api_token_revoke
 
 pytestmark = [pytest.mark.modes]
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
+from platform_app.memory import vectors
+from platform_app.models import CoreMemoryEntry, MemoryChunk
 from tests.tools.calls import ok, run_tool
 from tests.tools.conftest import configure
 from tests.tools.memory.test_hybrid import local_model
-from tools_app.platform.memory import vectors
-from tools_app.platform.models import CoreMemoryEntry, MemoryChunk
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from platform_app.models import MemoryChunk
 from tests.tools.calls import ok, run_tool
 from tests.tools.conftest import configure
-from tools_app.platform.models import MemoryChunk
 
 pytestmark = [pytest.mark.modes, pytest.mark.django_db(transaction=True)]
 

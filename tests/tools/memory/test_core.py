@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from platform_app.memory.services import memory_core_prompt
+from platform_app.prompt import platform_prompt
 from tests.tools.calls import ok, run_tool
 from tests.tools.conftest import configure
-from tools_app.platform.memory.services import memory_core_prompt
-from tools_app.platform.prompt import platform_prompt
 
 pytestmark = [pytest.mark.modes, pytest.mark.django_db(transaction=True)]
 

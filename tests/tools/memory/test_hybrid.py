@@ -7,12 +7,12 @@ from __future__ import annotations
 import pytest
 
 from chat_app.models import Provider
+from platform_app.memory import vectors
+from platform_app.memory.minilm import ModelMissing, model_dir
+from platform_app.models import MemoryChunk
 from tests.helpers import require
 from tests.tools.calls import ok, run_tool
 from tests.tools.conftest import configure
-from tools_app.platform.memory import vectors
-from tools_app.platform.memory.minilm import ModelMissing, model_dir
-from tools_app.platform.models import MemoryChunk
 
 pytestmark = [pytest.mark.modes, pytest.mark.django_db(transaction=True)]
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
+from platform_app.memory.minilm import DIMENSIONS, ModelMissing, get_model, model_dir
 from tests.helpers import require
-from tools_app.platform.memory.minilm import DIMENSIONS, ModelMissing, get_model, model_dir
 
 REFERENCE = Path(__file__).with_name("minilm_reference.json")
 

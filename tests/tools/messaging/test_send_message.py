@@ -233,7 +233,7 @@ def test_text_over_the_limit_is_denied(user, two_conversations):
 
 
 def test_webhook_settings_are_validated():
-    from tools_app.executors.messaging.settings import MessagingSettings
+    from platform_app.executors.messaging.settings import MessagingSettings
 
     for bad in (["nourl"], ["x=ftp://a"], ["a=https://x", "a=https://y"], ["bad name=https://x"]):
         with pytest.raises(ValueError):

@@ -16,7 +16,7 @@ TICK = 0.5
 
 @pytest.fixture
 def fast_beat(worker: str) -> Iterator[None]:
-    from controlcenter.celery import app
+    from infra.celery_app import app
 
     saved = app.conf.beat_schedule
     entry = dict(saved["schedules-tick"])
@@ -24,7 +24,7 @@ def fast_beat(worker: str) -> Iterator[None]:
     proc: subprocess.Popen[bytes] | None = None
     try:
         if settings.MODE == "embedded":
-            from controlcenter.embedded import start_embedded_beat
+            from chat_app.embedded import start_embedded_beat
 
             start_embedded_beat()
         else:
@@ -34,7 +34,7 @@ def fast_beat(worker: str) -> Iterator[None]:
         if proc is not None:
             stop_process(proc)
         else:
-            from controlcenter.embedded import stop_embedded_beat
+            from chat_app.embedded import stop_embedded_beat
 
             stop_embedded_beat()
         app.conf.beat_schedule = saved

@@ -13,12 +13,12 @@ import pytest
 from django.utils import timezone
 
 from chat_app.models import Conversation, Message, Turn
+from platform_app.models import Schedule
+from platform_app.schedules import cron_next, schedules_fire_due
 from tests.helpers import wait_for
 from tests.llm_server import Reply
 from tests.tools.calls import ok, run_tool
 from tests.tools.conftest import configure
-from tools_app.platform.models import Schedule
-from tools_app.platform.schedules import cron_next, schedules_fire_due
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -320,9 +320,9 @@ def test_an_admin_edits_a_schedule_and_its_next_run_follows(client, staff_user, 
 
 
 def test_the_tools_manager_says_whether_beat_ticks(db):
-    from tools_app.executors.schedules.settings import schedules_status
-    from tools_app.platform.models import BeatTick
-    from tools_app.platform.tasks import schedules_tick
+    from platform_app.executors.schedules.settings import schedules_status
+    from platform_app.models import BeatTick
+    from platform_app.tasks import schedules_tick
 
     state, label, detail = schedules_status(None)
     assert state == "bad" and label.endswith("no tick yet")

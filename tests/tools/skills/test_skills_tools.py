@@ -8,9 +8,9 @@ import random
 
 import pytest
 
+from platform_app.prompt import platform_prompt, skills_prompt
 from tests.tools.calls import ok, run_tool
 from tests.tools.conftest import clear_directory, configure
-from tools_app.platform.prompt import platform_prompt, skills_prompt
 from tools_app.runtime import workspace_dir_for
 
 pytestmark = [pytest.mark.django_db(transaction=True)]

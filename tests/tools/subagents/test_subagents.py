@@ -15,6 +15,8 @@ from django.template.loader import render_to_string
 
 from chat_app.models import Conversation, Message, Turn
 from chat_app.services.turns import turn_start, turn_stop
+from platform_app import subagents
+from platform_app.models import Subagent
 from tests.conftest import wait_turn
 from tests.helpers import tool_json, wait_for
 from tests.llm_server import Call, Reply
@@ -22,8 +24,6 @@ from tests.tools.calls import ok, run_tool
 from tests.tools.conftest import configure
 from tools_app.errors import PolicyDenied
 from tools_app.models import ToolCall
-from tools_app.platform import subagents
-from tools_app.platform.models import Subagent
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 

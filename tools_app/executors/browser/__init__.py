@@ -11,7 +11,7 @@ coroutines with ``run_coroutine_threadsafe`` and wait in 50 ms slices, honouring
 the timeout; a cancelled action's page is closed (cookies stay). Actions on one conversation
 run one at a time (a lock per context); different conversations run concurrently. After a
 fork (Celery prefork) the child starts its own pool. Contexts idle for 10 min and a browser
-idle for 30 min are closed by the maintenance loop (a hook in ``controlcenter.maintenance``).
+idle for 30 min are closed by the maintenance loop (a hook in ``infra.maintenance``).
 
 Contexts (``session.py``, ``handoff.py``). Created with the admin's viewport and JavaScript
 switch, ``service_workers="block"`` and ``accept_downloads=False``; recreated when those or
@@ -92,7 +92,9 @@ def browser_info() -> dict[str, Any]:
     return info
 
 
-def _maintenance() -> None:
+def browser_maintenance() -> None:
+    """A maintenance step (registered by ``tools_app.apps``): close idle contexts and sweep
+    hand-off files."""
     from tools_app.executors.browser import handoff
     from tools_app.executors.browser.pool import CONTEXT_IDLE_SECONDS, existing_pool
 
@@ -100,17 +102,3 @@ def _maintenance() -> None:
     if pool is not None:
         pool.reap()
     handoff.sweep(CONTEXT_IDLE_SECONDS)
-
-
-def _register_maintenance() -> None:
-    from controlcenter.maintenance import HOOKS
-
-    if not any(
-        getattr(h, "__qualname__", "") == "_maintenance"
-        and getattr(h, "__module__", "") == __name__
-        for h in HOOKS
-    ):
-        HOOKS.append(_maintenance)
-
-
-_register_maintenance()

@@ -9,7 +9,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from tools_app.manager_selectors import enabled_tool_schemas
+from tools_app.manager.selectors import enabled_tool_schemas
 
 
 class Command(BaseCommand):

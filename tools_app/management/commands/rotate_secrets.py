@@ -8,7 +8,7 @@ from django.apps import apps
 from django.core.management.base import BaseCommand
 from django.db import connection, transaction
 
-from controlcenter.secrets import EncryptedTextField, derived_key, new_key, rotate
+from infra.secrets import EncryptedTextField, derived_key, new_key, rotate
 
 
 class Command(BaseCommand):

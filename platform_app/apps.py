@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from django.apps import AppConfig
+
+
+class PlatformConfig(AppConfig):
+    name = "platform_app"
+    label = "platform"  # the label the tables and migrations were made under
+    verbose_name = "Platform tools (memory, schedules, subagents)"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from chat_app.pages import page_panels_register
+        from chat_app.services.prompt_blocks import prompt_blocks_register
+        from chat_app.signals import turn_finished, turn_stopping
+        from platform_app.executors import EXECUTORS
+        from platform_app.subagents import subagent_parent_stopping, subagent_turn_finished
+        from platform_app.views import chat_page_panels
+        from tools_app.executors import load_executors
+
+        load_executors("platform_app.executors", EXECUTORS)
+        turn_finished.connect(subagent_turn_finished, dispatch_uid="platform.subagent_finished")
+        turn_stopping.connect(subagent_parent_stopping, dispatch_uid="platform.subagent_stopping")
+        page_panels_register("platform", chat_page_panels)
+        prompt_blocks_register("platform", _prompt_blocks)
+
+
+def _prompt_blocks(
+    user_id: int | None, conversation_id: int | None, offered: Collection[str]
+) -> str:
+    from platform_app.prompt import platform_prompt
+
+    return platform_prompt(user_id=user_id, conversation_id=conversation_id, offered=offered)

@@ -1,0 +1,100 @@
+"""The Agent tools' activities. They run in the worker like any tool (audit, card, Test
+button); what they mean for the turn is ``chat_app.services.sgr``'s part (imported inside
+the functions: tools_app does not import chat_app at module level)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from platform_app import reports
+from platform_app.executors.agent.settings import AgentToolSettings
+from platform_app.executors.agent.tools import (
+    AdaptPlan,
+    Clarification,
+    CreateReport,
+    FinalAnswer,
+    GeneratePlan,
+    Reasoning,
+)
+from platform_app.safe_files import Missing, Refused
+from tools_app.errors import PolicyDenied, ToolError
+from tools_app.registry import activity
+from tools_app.runtime import ActivityContext
+
+
+def _budget(ctx: ActivityContext) -> dict[str, Any]:
+    from chat_app.services.sgr import budget_for_call
+
+    budget = budget_for_call(ctx.call_id)
+    return {"budget": budget} if budget else {}
+
+
+@activity("reasoning")
+def reasoning(args: Reasoning, ctx: ActivityContext) -> dict[str, Any]:
+    return {**args.model_dump(mode="json"), **_budget(ctx)}
+
+
+@activity("generate_plan")
+def generate_plan(args: GeneratePlan, ctx: ActivityContext) -> dict[str, Any]:
+    from chat_app.services.sgr import plan_apply
+
+    plan = plan_apply(call_id=ctx.call_id, tool="generate_plan", args=args.model_dump())
+    return {"plan": plan, **_budget(ctx)}
+
+
+@activity("adapt_plan")
+def adapt_plan(args: AdaptPlan, ctx: ActivityContext) -> dict[str, Any]:
+    from chat_app.services.sgr import plan_apply
+
+    plan = plan_apply(call_id=ctx.call_id, tool="adapt_plan", args=args.model_dump())
+    return {"plan": plan, "changes": args.changes, **_budget(ctx)}
+
+
+@activity("clarification")
+def clarification(args: Clarification, ctx: ActivityContext) -> dict[str, Any]:
+    # In a chat turn the loop holds this call for the person's answer and it never runs;
+    # here it was called outside a turn (Test button, API, MCP): nobody can answer.
+    raise ToolError(
+        "clarification needs a chat turn to pause; outside one nobody can answer",
+        data={"questions": args.questions},
+    )
+
+
+@activity("final_answer")
+def final_answer(args: FinalAnswer, ctx: ActivityContext) -> dict[str, Any]:
+    return {
+        "status": args.status,
+        "answer": args.answer,
+        "completed_steps": args.completed_steps,
+        **_budget(ctx),
+    }
+
+
+@activity("create_report")
+def create_report(args: CreateReport, ctx: ActivityContext) -> dict[str, Any]:
+    settings: AgentToolSettings = ctx.settings  # type: ignore[assignment]
+    try:
+        report = reports.report_write(
+            workspace=ctx.workspace_dir,
+            folder=settings.reports_folder,
+            title=args.title,
+            content=args.content,
+            max_bytes=settings.max_report_bytes,
+        )
+    except Refused as exc:
+        raise PolicyDenied(str(exc)) from None
+    except Missing as exc:
+        raise ToolError(str(exc)) from None
+    ctx.emit_output(f"wrote {settings.reports_folder}/{report.name} ({report.size:,} bytes)\n")
+    return {
+        "title": report.title,
+        "file_name": report.name,
+        "path": f"{settings.reports_folder}/{report.name}",
+        "word_count": report.words,
+        "sources_count": report.sources,
+        "size_bytes": report.size,
+        "confidence": args.confidence,
+        "timestamp": report.timestamp,
+        "conversation_id": ctx.conversation_id,
+        **_budget(ctx),
+    }

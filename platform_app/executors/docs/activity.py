@@ -1,0 +1,59 @@
+"""Docs activities: thin wrappers over ``platform_app.docs``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from platform_app import docs, safe_files
+from platform_app.executors.docs.settings import DocsSettings, docs_roots
+from platform_app.executors.docs.tools import DocsList, DocsRead, DocsSearch
+from tools_app.errors import PolicyDenied, ToolError
+from tools_app.registry import activity
+from tools_app.runtime import ActivityContext
+
+
+def _run(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    try:
+        return fn(*args, **kwargs)
+    except safe_files.Refused as exc:
+        raise PolicyDenied(str(exc)) from None
+    except (safe_files.Missing, docs.DocsError) as exc:
+        raise ToolError(str(exc)) from None
+
+
+@activity("docs_list")
+def docs_list(args: DocsList, ctx: ActivityContext) -> dict[str, Any]:
+    settings: DocsSettings = ctx.settings  # type: ignore[assignment]
+    files = _run(
+        docs.docs_list,
+        docs_roots(settings),
+        max_files=settings.max_files,
+        max_bytes=settings.max_read_bytes,
+    )
+    ctx.emit_output(f"{len(files)} file(s)\n")
+    return {"count": len(files), "files": files}
+
+
+@activity("docs_search")
+def docs_search(args: DocsSearch, ctx: ActivityContext) -> dict[str, Any]:
+    settings: DocsSettings = ctx.settings  # type: ignore[assignment]
+    results = _run(
+        docs.docs_search,
+        docs_roots(settings),
+        args.query,
+        top_k=args.top_k,
+        max_files=settings.max_files,
+        max_bytes=settings.max_read_bytes,
+    )
+    ctx.emit_output(f"{len(results)} section(s)\n")
+    return {"query": args.query, "count": len(results), "results": results}
+
+
+@activity("docs_read")
+def docs_read(args: DocsRead, ctx: ActivityContext) -> dict[str, Any]:
+    settings: DocsSettings = ctx.settings  # type: ignore[assignment]
+    out: dict[str, Any] = _run(
+        docs.docs_read, docs_roots(settings), args.path, max_bytes=settings.max_read_bytes
+    )
+    ctx.emit_output(f"read {out['path']}{'#' + out['heading'] if 'heading' in out else ''}\n")
+    return out

@@ -1,0 +1,46 @@
+"""send_message: checked again here (binding may be minutes old when approval is required)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from platform_app import messaging
+from platform_app.executors.messaging.settings import MessagingSettings
+from platform_app.executors.messaging.tools import SendMessage
+from tools_app.errors import PolicyDenied
+from tools_app.registry import activity
+from tools_app.runtime import ActivityContext
+
+
+@activity("send_message")
+def send_message(args: SendMessage, ctx: ActivityContext) -> dict[str, Any]:
+    settings: MessagingSettings = ctx.settings  # type: ignore[assignment]
+    if args.channel == "conversation":
+        if not settings.conversation_channel or ctx.user_id is None:
+            raise PolicyDenied("the conversation channel is switched off")
+        target = messaging.conversation_check(
+            chat_id=args.chat_id, user_id=ctx.user_id, from_conversation_id=ctx.conversation_id
+        )
+        out = messaging.message_post(
+            conversation_id=target,
+            text=args.text,
+            user_id=ctx.user_id,
+            from_conversation_id=ctx.conversation_id,
+        )
+        ctx.emit_output(f"posted into conversation {target}\n")
+        return {"channel": "conversation", **out}
+    name = args.chat_id.strip()
+    url = messaging.webhook_targets(settings.webhooks).get(name)
+    if url is None:
+        raise PolicyDenied(f"{name!r} is not a webhook target an admin allowed")
+    ctx.emit_output(f"POST to webhook {name}\n")
+    out = messaging.webhook_post(
+        name=name,
+        url=url,
+        text=args.text,
+        private_allowed=settings.private_allowed,
+        timeout=float(settings.timeout_seconds),
+        cancel=ctx.cancel,
+    )
+    ctx.emit_output(f"HTTP {out['status']}\n")
+    return {"channel": "webhook", **out}

@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from platform_app.executors.messaging.settings import MessagingSettings
+from platform_app.messaging import conversation_check, webhook_targets
+from tools_app.errors import PolicyDenied
+from tools_app.registry import BaseTool
+from tools_app.runtime import BindContext
+
+
+class SendMessage(BaseTool, group="messaging"):
+    """Send a message. channel "conversation": post it into another of the user's
+    conversations (chat_id = that conversation's id). channel "webhook": send it to a target
+    an admin configured (chat_id = the target's name)."""
+
+    channel: Literal["conversation", "webhook"] = Field(
+        description="Where to send it.", examples=["conversation"]
+    )
+    chat_id: str = Field(
+        min_length=1,
+        max_length=64,
+        description="A conversation id, or a webhook target's name.",
+        examples=["1"],
+    )
+    text: str = Field(min_length=1, description="The message (Markdown).", examples=["Done!"])
+
+    def check_policy(self, settings: MessagingSettings, ctx: BindContext) -> None:  # type: ignore[override]
+        if len(self.text) > settings.max_text_chars:
+            raise PolicyDenied(
+                f"the text is {len(self.text):,} characters; "
+                f"the limit is {settings.max_text_chars:,}"
+            )
+        if self.channel == "conversation":
+            if not settings.conversation_channel:
+                raise PolicyDenied("the conversation channel is switched off")
+            conversation_check(
+                chat_id=self.chat_id, user_id=ctx.user_id, from_conversation_id=ctx.conversation_id
+            )
+            return
+        targets = webhook_targets(settings.webhooks)
+        if self.chat_id.strip() not in targets:
+            allowed = ", ".join(sorted(targets)) or "none are configured"
+            raise PolicyDenied(
+                f"{self.chat_id!r} is not a webhook target an admin allowed (targets: {allowed})"
+            )

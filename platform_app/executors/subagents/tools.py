@@ -1,0 +1,58 @@
+from __future__ import annotations
+
+from pydantic import Field
+
+from platform_app.executors.schedules.tools import NAME_PATTERN, check_model
+from platform_app.executors.subagents.settings import SubagentsSettings
+from platform_app.schedules import conversation_owned
+from platform_app.subagents import limits_check
+from tools_app.errors import PolicyDenied
+from tools_app.registry import BaseTool
+from tools_app.runtime import BindContext
+
+
+class SubagentSpawn(BaseTool, group="subagents"):
+    """Hand a task to a helper agent. It runs on its own, in a new conversation, with this
+    conversation's agent and tools; this call returns at once ("started"). When the helper
+    finishes, its answer is posted into this conversation (or `inject_into`) as a message
+    you will see. Give it a self-contained task: it does not see this conversation."""
+
+    name: str = Field(
+        min_length=1,
+        max_length=100,
+        pattern=NAME_PATTERN,
+        description="A short name for the helper, e.g. what it works on.",
+        examples=["release-notes"],
+    )
+    message: str = Field(
+        min_length=1,
+        description="The task, self-contained: everything the helper needs to know.",
+        examples=["List the three most recent entries of docs/CHANGELOG.md in one line each."],
+    )
+    model: str | None = Field(
+        None, max_length=200, description="A model name for the helper; null: the agent's."
+    )
+    inject_into: int | None = Field(
+        None,
+        ge=1,
+        description="The conversation id the answer goes to; null: this conversation.",
+    )
+
+    def check_policy(self, settings: SubagentsSettings, ctx: BindContext) -> None:  # type: ignore[override]
+        if ctx.user_id is None:
+            raise PolicyDenied("subagents belong to a user; this call has none")
+        if len(self.message) > settings.max_message_chars:
+            raise PolicyDenied(
+                f"the task is {len(self.message):,} characters; "
+                f"the limit is {settings.max_message_chars:,}"
+            )
+        if self.inject_into is not None:
+            conversation_owned(conversation_id=self.inject_into, user_id=ctx.user_id)
+        # The helper's conversation takes this one's agent and provider.
+        check_model(self.model, settings.allowed_models, conversation_id=ctx.conversation_id)
+        limits_check(
+            user_id=ctx.user_id,
+            conversation_id=ctx.conversation_id,
+            max_depth=settings.max_depth,
+            max_concurrent=settings.max_concurrent_per_user,
+        )

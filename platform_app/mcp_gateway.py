@@ -1,0 +1,334 @@
+"""Our governed tools for outside MCP clients: the ``/mcp/`` streamable-HTTP endpoint.
+
+The official SDK's low-level server (stateless streamable HTTP, so any web process can answer
+any request) lists the tools the token's user may use — their agent profile's subset, enabled
+ones only — and runs each call through the same binding, policy, approval, queue, sandbox and
+audit as the chat (source "mcp"). A call that requires approval waits until someone approves
+it in the web UI (the Tokens page lists them). A client that cancels its request
+(``notifications/cancelled``) stops the call.
+
+Authentication: ``Authorization: Bearer <token>`` with a personal API token (Tokens page or
+``manage.py api_tokens create``), checked from the headers before any body is read. Requests
+are rate-limited per token. Only POST is served (stateless: no event stream to GET). Nothing
+the server fails on reaches the client but a generic error; the details go to the log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+import logging
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+
+logger = logging.getLogger(__name__)
+
+POLL_SECONDS = 0.05
+_token_id: contextvars.ContextVar[int | None] = contextvars.ContextVar("mcp_token", default=None)
+
+
+# --- sync parts (ORM) --------------------------------------------------------------------------
+def _offered(token: Any) -> list[str]:
+    """The tool names a token's client may use: what the token allows, minus the Agent group,
+    which structures a chat turn (pause, plan, end) and is nothing for an outside client with
+    its own loop. What is listed and what may be called are the same list."""
+    from platform_app.api_tokens import api_token_allowed_tools
+    from tools_app.imported import imported_sync
+    from tools_app.registry import TOOLS
+
+    imported_sync()
+    allowed = api_token_allowed_tools(token)
+    return [
+        name
+        for name, tool in TOOLS.items()
+        if tool.tool_group != "agent" and (allowed is None or name in allowed)
+    ]
+
+
+def _tools_for(token_id: int) -> list[dict[str, Any]]:
+    from tools_app import selectors
+    from tools_app.models import ApiToken
+
+    token = ApiToken.objects.select_related("agent").get(pk=token_id)
+    return [
+        {
+            "name": tool.tool_name,
+            "description": tool.description(),
+            "input_schema": tool.anthropic_schema()["input_schema"],
+        }
+        for tool in selectors.enabled_tools(_offered(token))
+    ]
+
+
+def _bind(token_id: int, name: str, arguments: dict[str, Any]) -> Any:
+    from platform_app.api_tokens import api_token_allowed_tools
+    from tools_app.models import ApiToken, ToolCall
+    from tools_app.runtime import BindContext
+    from tools_app.services.binding import CallRequest, toolcall_bind, toolcall_dispatch
+
+    token = ApiToken.objects.select_related("agent").get(pk=token_id)
+    call = toolcall_bind(
+        request=CallRequest(tool=name, arguments=arguments),
+        ctx=BindContext(
+            user_id=token.user_id,
+            conversation_id=None,
+            source="mcp",
+            # The token's whole list: a turn an MCP call starts (a subagent) may use the
+            # Agent group, which an outside client is not offered itself.
+            scope=api_token_allowed_tools(token),
+        ),
+        # A tool outside the list is refused, stored and audited like any other.
+        allowed_tools=_offered(token),
+    )
+    if call.status == ToolCall.Status.QUEUED:
+        toolcall_dispatch(call)
+    return call
+
+
+def _state(call_id: int) -> tuple[str, int]:
+    from tools_app.models import ToolCall
+
+    row = ToolCall.objects.filter(pk=call_id).values_list("status", "version").first()
+    return (row[0], row[1]) if row else ("failed", 0)
+
+
+def _finished(call_id: int) -> Any:
+    from tools_app.models import ToolCall
+
+    call = ToolCall.objects.filter(pk=call_id).first()
+    if call is None:  # removed meanwhile (its conversation or user deleted)
+        error = "the call no longer exists"
+        return ToolCall(pk=call_id, status="failed", result={"success": False, "error": error})
+    return call
+
+
+def _cancel(call_id: int) -> None:
+    from tools_app.models import ToolCall
+    from tools_app.services.execution import toolcall_cancel
+
+    call = ToolCall.objects.filter(pk=call_id).first()
+    if call is not None and not call.is_terminal:
+        toolcall_cancel(call, reason="cancelled by the MCP client")
+
+
+# --- the server --------------------------------------------------------------------------------
+def _current_token(ctx: Any) -> int:
+    request = getattr(ctx, "request", None)
+    scope = getattr(request, "scope", None) or {}
+    token_id = scope.get("cc_token_id") or _token_id.get()
+    if token_id is None:  # the endpoint authenticates every request before it gets here
+        raise PermissionError("not authenticated")
+    return int(token_id)
+
+
+# What a client sees when the server fails: the details stay in the server's log (they may
+# name files, paths and settings).
+INTERNAL_ERROR = "internal error: the call could not be run (the details are in the server log)"
+
+
+def build_server() -> Any:
+    from mcp.server.lowlevel import Server
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import INTERNAL_ERROR as INTERNAL_ERROR_CODE
+    from mcp_types import INVALID_REQUEST, CallToolResult, ListToolsResult, TextContent, Tool
+
+    from platform_app.api_tokens import TokenError
+
+    def error_result(message: str) -> Any:
+        result = {"success": False, "error": message}
+        return CallToolResult(
+            content=[TextContent(type="text", text=json.dumps(result))],
+            structured_content=result,
+            is_error=True,
+        )
+
+    async def list_tools(ctx: Any, params: Any) -> Any:
+        try:
+            tools = await sync_to_async(_tools_for)(_current_token(ctx))
+        except TokenError as exc:
+            raise MCPError(code=INVALID_REQUEST, message=str(exc)) from None
+        except Exception:
+            logger.exception("MCP tools/list failed")
+            raise MCPError(code=INTERNAL_ERROR_CODE, message="Internal server error") from None
+        return ListToolsResult(tools=[Tool(**t) for t in tools])
+
+    async def call_tool(ctx: Any, params: Any) -> Any:
+        # The SDK would send an exception's text to the client as it is; ours never leave.
+        try:
+            return await _call_tool(_current_token(ctx), params)
+        except TokenError as exc:
+            return error_result(str(exc))
+        except Exception:
+            logger.exception("MCP tools/call of %r failed", getattr(params, "name", "?"))
+            return error_result(INTERNAL_ERROR)
+
+    async def _call_tool(token_id: int, params: Any) -> Any:
+        from tools_app.models import ToolCall
+
+        call = await sync_to_async(_bind)(token_id, params.name, dict(params.arguments or {}))
+        try:
+            while True:
+                status, _ = await sync_to_async(_state)(call.pk)
+                if status in ToolCall.TERMINAL:
+                    break
+                await asyncio.sleep(POLL_SECONDS)
+        except asyncio.CancelledError:
+            await asyncio.shield(sync_to_async(_cancel)(call.pk))
+            raise
+        done = await sync_to_async(_finished)(call.pk)
+        result = done.result if isinstance(done.result, dict) else {"result": done.result}
+        result = {"tool_call_id": done.pk, "status": done.status, **result}
+        return CallToolResult(
+            content=[TextContent(type="text", text=json.dumps(result, ensure_ascii=False))],
+            structured_content=result,
+            is_error=done.status != ToolCall.Status.SUCCEEDED,
+        )
+
+    return Server(
+        "controlcenter",
+        version="1",
+        instructions="Control Center's governed tools: every call is checked, sandboxed and "
+        "audited; some need a person's approval in the web UI before they run.",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+def _transport_security() -> Any:
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    hosts = list(settings.ALLOWED_HOSTS)
+    if "*" in hosts:
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    allowed = [h for host in hosts for h in (host, f"{host}:*")]
+    origins = [f"{scheme}://{h}" for scheme in ("http", "https") for h in allowed]
+    origins += list(settings.CSRF_TRUSTED_ORIGINS)
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=allowed, allowed_origins=origins
+    )
+
+
+class McpEndpoint:
+    """ASGI app for ``/mcp/``: authenticates, rate-limits, then hands over to the SDK.
+
+    The SDK's session manager must run inside a task for the life of the server; Daphne has no
+    ASGI lifespan, so it is started on the first request, on the server's own event loop.
+    """
+
+    def __init__(self) -> None:
+        self._app: Any = None
+        self._lock: asyncio.Lock | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def _ensure_started(self) -> Any:
+        if self._app is not None:
+            return self._app
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self._app is not None:
+                return self._app
+            server = build_server()
+            app = server.streamable_http_app(
+                streamable_http_path="/mcp/",
+                stateless_http=True,
+                transport_security=_transport_security(),
+            )
+            manager = server.session_manager
+            ready = asyncio.Event()
+
+            async def keep_running() -> None:
+                async with manager.run():
+                    ready.set()
+                    await asyncio.Event().wait()
+
+            self._task = asyncio.get_running_loop().create_task(keep_running())
+            await ready.wait()
+            self._app = app
+            return app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """Everything here is decided from the headers: no body is read before the token is
+        checked (and none is larger than MAX_REQUEST_BODY_BYTES, infra/body_limit.py)."""
+        if scope["type"] != "http":
+            return
+        from platform_app.api_tokens import TokenError, api_token_hit, api_token_verify
+
+        if scope["method"] != "POST":
+            # Stateless: no session to end (DELETE) and no server-sent event stream (GET), which
+            # the MCP specification lets such a server decline with 405. The SDK would hold a
+            # GET stream open for ever.
+            await _json(
+                send,
+                405,
+                {"error": "method_not_allowed", "error_description": "this server takes POST"},
+                extra=[(b"allow", b"POST")],
+            )
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        auth = headers.get("authorization", "")
+        raw = auth[7:].strip() if auth[:7].lower() == "bearer " else ""
+        refused = "a valid API token is required"
+        try:
+            token = await sync_to_async(api_token_verify)(raw) if raw else None
+        except TokenError as exc:
+            token, refused = None, str(exc)
+        if token is None:
+            await _json(
+                send,
+                401,
+                {"error": "invalid_token", "error_description": refused},
+                extra=[(b"www-authenticate", b'Bearer realm="controlcenter"')],
+            )
+            return
+        wait = await sync_to_async(api_token_hit)(token)
+        if wait:
+            await _json(
+                send,
+                429,
+                {"error": "rate_limited", "error_description": f"try again in {wait} s"},
+                extra=[(b"retry-after", str(wait).encode())],
+            )
+            return
+        app = await self._ensure_started()
+        scope = {**scope, "path": "/mcp/", "raw_path": b"/mcp/", "cc_token_id": token.pk}
+        reset = _token_id.set(token.pk)
+        try:
+            await app(scope, receive, send)
+        finally:
+            _token_id.reset(reset)
+
+
+async def _json(
+    send: Any, status: int, body: dict[str, Any], extra: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    payload = json.dumps(body).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode()),
+                *(extra or []),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": payload})
+
+
+class McpRouter:
+    """``/mcp`` and ``/mcp/`` go to the MCP endpoint, everything else to Django."""
+
+    def __init__(self, django_app: Any) -> None:
+        self.django_app = django_app
+        self.endpoint = McpEndpoint()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] in ("/mcp", "/mcp/"):
+            await self.endpoint(scope, receive, send)
+        else:
+            await self.django_app(scope, receive, send)

@@ -1,0 +1,114 @@
+"""Vector similarity over a user's memory chunks: an exact, in-process index.
+
+Vectors are stored with each chunk as float32 bytes (``MemoryChunk.embedding``), the same in
+SQLite and PostgreSQL. The maintained extensions were evaluated first and are not usable on
+the machines this project targets (README "Memory search" says the same):
+
+- sqlite-vec is a loadable extension, and the Python builds here (pyenv's 3.11) have no
+  ``sqlite3.Connection.enable_load_extension``;
+- pgvector's server extension is not in Debian 12's archive (no postgresql-15-pgvector), so
+  ``CREATE EXTENSION vector`` is not available to the distributed mode either.
+
+So each worker process keeps, per (user, embedder), a matrix of that user's unit vectors,
+loaded once and reloaded only when the chunks change (a count/max-id/max-updated check per
+search, one indexed query). Search is then one matrix-vector product: exact cosine, no
+approximation, about a millisecond for 10,000 chunks of 384 dimensions. Memory is bounded by
+keeping the most recently used ``CACHE_USERS`` matrices.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+from django.db.models import Count, Max
+
+from platform_app.models import MemoryChunk
+
+CACHE_USERS = 32
+
+
+def to_bytes(vector: np.ndarray) -> bytes:
+    return np.asarray(vector, dtype="<f4").tobytes()
+
+
+def from_bytes(data: bytes | memoryview) -> np.ndarray:
+    return np.frombuffer(bytes(data), dtype="<f4")
+
+
+@dataclass
+class _Matrix:
+    version: tuple[object, ...]
+    ids: np.ndarray
+    vectors: np.ndarray  # (n, dims), unit rows
+
+
+_lock = threading.Lock()
+_cache: OrderedDict[tuple[int, str], _Matrix] = OrderedDict()
+
+
+def _version(user_id: int, embedder: str) -> tuple[object, ...]:
+    """Changes whenever a chunk of this user and embedder is added, deleted or re-embedded
+    (every write sets ``updated_at``); answered from the (user, embedder, updated_at) index."""
+    agg = MemoryChunk.objects.filter(user_id=user_id, embedder=embedder).aggregate(
+        n=Count("updated_at"), changed=Max("updated_at")
+    )
+    return (agg["n"], agg["changed"])
+
+
+def _load(user_id: int, embedder: str, version: tuple[object, ...]) -> _Matrix:
+    rows = list(
+        MemoryChunk.objects.filter(user_id=user_id, embedder=embedder)
+        .exclude(embedding=None)
+        .values_list("id", "embedding")
+    )
+    if not rows:
+        return _Matrix(version, np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32))
+    vectors = [from_bytes(blob) for _, blob in rows if blob is not None]
+    dims = len(vectors[0])
+    keep = [i for i, v in enumerate(vectors) if len(v) == dims]
+    return _Matrix(
+        version,
+        np.asarray([rows[i][0] for i in keep], dtype=np.int64),
+        np.vstack([vectors[i] for i in keep]).astype(np.float32),
+    )
+
+
+def _matrix(user_id: int, embedder: str) -> _Matrix:
+    version = _version(user_id, embedder)
+    key = (user_id, embedder)
+    with _lock:
+        cached = _cache.get(key)
+        if cached is not None and cached.version == version:
+            _cache.move_to_end(key)
+            return cached
+    matrix = _load(user_id, embedder, version)
+    with _lock:
+        _cache[key] = matrix
+        _cache.move_to_end(key)
+        while len(_cache) > CACHE_USERS:
+            _cache.popitem(last=False)
+    return matrix
+
+
+def search(
+    *, user_id: int, embedder: str, query: np.ndarray, limit: int
+) -> list[tuple[int, float]]:
+    """(chunk id, cosine similarity) of the user's nearest chunks, best first."""
+    matrix = _matrix(user_id, embedder)
+    if not len(matrix.ids) or matrix.vectors.shape[1] != query.shape[0]:
+        return []
+    scores = matrix.vectors @ query.astype(np.float32)
+    if len(scores) > limit:
+        top = np.argpartition(-scores, limit - 1)[:limit]
+    else:
+        top = np.arange(len(scores))
+    top = top[np.argsort(-scores[top], kind="stable")]
+    return [(int(matrix.ids[i]), float(scores[i])) for i in top]
+
+
+def forget_cache() -> None:
+    with _lock:
+        _cache.clear()

@@ -1,0 +1,193 @@
+"""Skills: SKILL.md files (YAML frontmatter ``name`` and ``description``, then instructions),
+found in two places:
+
+- the data directory (``SKILLS_DIR``, default ``var/skills``): ``<dir>/<folder>/SKILL.md``,
+  put there by an admin;
+- the conversation's workspace: ``<workspace>/skills/<folder>/SKILL.md``. These are untrusted
+  files (the model and the user write the workspace): read below the workspace without
+  following links (``safe_files``), size-capped, frontmatter parsed with ``yaml.safe_load``,
+  names and descriptions checked, and only a one-line description reaches the prompt.
+
+On a name clash the workspace skill wins (a project can refine a shared skill). Progressive
+disclosure: the system prompt lists names and descriptions (``skills_prompt``), and
+``skill_load`` returns the full text when the model needs it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from platform_app import safe_files
+
+SKILL_FILE = "SKILL.md"
+NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+MAX_DESCRIPTION = 1024
+MAX_FRONTMATTER = 8192
+PROMPT_DESCRIPTION = 300
+
+
+@dataclass(frozen=True)
+class Skill:
+    name: str
+    description: str
+    source: str  # "workspace" | "data"
+    path: str  # as shown: skills/<folder>/SKILL.md or <folder>/SKILL.md
+    body: str
+
+
+@dataclass
+class Catalogue:
+    skills: dict[str, Skill] = field(default_factory=dict)
+    overridden: dict[str, Skill] = field(default_factory=dict)  # data skills a workspace one hides
+    problems: list[str] = field(default_factory=list)
+
+
+class SkillError(Exception):
+    """Unknown skill: a failed call."""
+
+
+def parse_skill(text: str, *, where: str) -> tuple[str, str, str]:
+    """(name, description, body) of a SKILL.md, or ValueError saying what is wrong."""
+    if not text.startswith("---"):
+        raise ValueError(f"{where}: no YAML frontmatter (the file must start with ---)")
+    end = text.find("\n---", 3)
+    if end < 0:
+        raise ValueError(f"{where}: the frontmatter is not closed with ---")
+    if end > MAX_FRONTMATTER:
+        raise ValueError(f"{where}: the frontmatter is longer than {MAX_FRONTMATTER} characters")
+    try:
+        meta = yaml.safe_load(text[3:end])
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{where}: invalid YAML frontmatter ({exc.__class__.__name__})") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"{where}: the frontmatter must be a mapping with name and description")
+    name, description = meta.get("name"), meta.get("description")
+    if not isinstance(name, str) or not NAME.match(name):
+        raise ValueError(
+            f"{where}: name must be 1-64 lower-case letters, digits, - or _ (got {name!r:.80})"
+        )
+    if not isinstance(description, str) or not description.strip():
+        raise ValueError(f"{where}: description is missing")
+    description = " ".join(description.split())
+    if len(description) > MAX_DESCRIPTION:
+        raise ValueError(f"{where}: description is longer than {MAX_DESCRIPTION} characters")
+    body = text[end + 4 :].lstrip("-").lstrip("\n")
+    return name, description, body
+
+
+def _scan(
+    root: Path,
+    *,
+    source: str,
+    start: tuple[str, ...],
+    max_bytes: int,
+    max_skills: int,
+    into: Catalogue,
+) -> dict[str, Skill]:
+    """Skills at ``root/start.../<folder>/SKILL.md``; nothing on the way may be a link."""
+    found: dict[str, Skill] = {}
+    depth = len(start)
+    try:
+        entries = list(
+            safe_files.walk_beneath(
+                root,
+                suffixes=(SKILL_FILE.lower(),),
+                max_entries=max_skills * 4,
+                max_depth=1,
+                start=start,
+            )
+        )
+    except safe_files.Refused as exc:
+        into.problems.append(f"{source}: {exc}; its skills are ignored")
+        return found
+    for entry in entries:
+        if len(entry.parts) != depth + 2 or entry.parts[-1] != SKILL_FILE:
+            continue
+        shown = "/".join(entry.parts)
+        if len(found) >= max_skills:
+            into.problems.append(f"{source}: more than {max_skills} skills; the rest are ignored")
+            break
+        try:
+            data = safe_files.read_beneath(
+                root, list(entry.parts), max_bytes=max_bytes, truncate=False
+            )
+            name, description, body = parse_skill(
+                data.data.decode("utf-8", errors="replace"), where=shown
+            )
+        except (safe_files.Refused, safe_files.Missing) as exc:
+            into.problems.append(f"{shown}: {exc}")
+            continue
+        except ValueError as exc:
+            into.problems.append(str(exc))
+            continue
+        if name in found:
+            into.problems.append(f"{shown}: the name {name!r} is used twice in {source}")
+            continue
+        found[name] = Skill(name, description, source, shown, body)
+    return found
+
+
+def skill_catalogue(
+    *, data_dir: Path | None, workspace_dir: Path | None, max_bytes: int, max_skills: int
+) -> Catalogue:
+    catalogue = Catalogue()
+
+    def scan(root: Path | None, source: str, start: tuple[str, ...]) -> dict[str, Skill]:
+        if root is None:
+            return {}
+        return _scan(
+            root,
+            source=source,
+            start=start,
+            max_bytes=max_bytes,
+            max_skills=max_skills,
+            into=catalogue,
+        )
+
+    data = scan(data_dir, "data", ())
+    workspace = scan(workspace_dir, "workspace", ("skills",))
+    catalogue.skills = dict(sorted({**data, **workspace}.items()))
+    catalogue.overridden = {n: s for n, s in data.items() if n in workspace}
+    return catalogue
+
+
+def skill_get(catalogue: Catalogue, name: str) -> Skill:
+    skill = catalogue.skills.get(name.strip())
+    if skill is None:
+        known = ", ".join(catalogue.skills) or "none"
+        raise SkillError(f"unknown skill {name!r}; the skills are: {known}")
+    return skill
+
+
+def skill_summary(skill: Skill, catalogue: Catalogue) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "name": skill.name,
+        "description": skill.description,
+        "source": skill.source,
+        "path": skill.path,
+    }
+    if skill.name in catalogue.overridden:
+        out["overrides"] = "data"
+    return out
+
+
+def skills_prompt_block(catalogue: Catalogue) -> str:
+    if not catalogue.skills:
+        return ""
+    lines = [
+        "## Skills",
+        "Instructions for particular tasks. When one fits the request, load it with "
+        "skill_load(name) before you start.",
+    ]
+    for skill in catalogue.skills.values():
+        text = skill.description
+        if len(text) > PROMPT_DESCRIPTION:
+            text = text[: PROMPT_DESCRIPTION - 1] + "…"
+        mark = " (workspace)" if skill.source == "workspace" else ""
+        lines.append(f"- {skill.name}{mark}: {text}")
+    return "\n".join(lines)

@@ -1,0 +1,14 @@
+"""Celery tasks of the platform tools (found by ``app.autodiscover_tasks``)."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+
+@shared_task(name="platform_app.tasks.schedules_tick", ignore_result=True)
+def schedules_tick() -> None:
+    """Sent by Celery beat every SCHEDULES_TICK_SECONDS: fire the schedules that are due."""
+    from platform_app.schedules import beat_ticked, schedules_fire_due
+
+    schedules_fire_due()
+    beat_ticked()

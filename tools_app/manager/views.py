@@ -1,0 +1,307 @@
+"""Tools Manager and audit log pages (staff only) and the tool-schemas API (any signed-in user).
+
+Views stay thin: forms parse, services write, selectors read. htmx requests get the named
+partial of the same page template; plain requests get the page (everything works without JS).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import AsyncIterator, Callable
+from functools import wraps
+from typing import Any, TypeVar
+
+from asgiref.sync import sync_to_async
+from django.contrib import messages
+from django.contrib.auth.views import redirect_to_login
+from django.core.paginator import Paginator
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBase,
+    HttpResponseForbidden,
+    JsonResponse,
+    StreamingHttpResponse,
+)
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import reswap, retarget
+from django_htmx.middleware import HtmxDetails
+from pydantic import ValidationError
+
+from tools_app.imported import imported_sync
+from tools_app.manager import audit_selectors
+from tools_app.manager import selectors as manager_selectors
+from tools_app.manager.forms import SettingsForm, ToolTestForm
+from tools_app.models import AuditRecord, ToolCall
+from tools_app.registry import GROUPS, get_tool
+from tools_app.runtime import BindContext
+from tools_app.services.binding import CallRequest, toolcall_bind, toolcall_dispatch
+from tools_app.services.settings import (
+    FUNCTION_SWITCHES,
+    function_switch_set,
+    group_enabled_set,
+    group_settings_save,
+)
+
+V = TypeVar("V", bound=Callable[..., HttpResponseBase])
+
+
+class HtmxHttpRequest(HttpRequest):
+    """What django-htmx's middleware adds, for the type checker."""
+
+    htmx: HtmxDetails
+
+
+def staff_only(view: V) -> V:
+    """Anonymous users go to the login page; signed-in non-staff get 403, not a login loop."""
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        if not request.user.is_authenticated:
+            return redirect_to_login(request.get_full_path())
+        if not request.user.is_staff:
+            return HttpResponseForbidden("The Tools Manager is for staff only.")
+        imported_sync()  # MCP / OpenAPI groups registered by another process
+        return view(request, *args, **kwargs)
+
+    return wrapped  # type: ignore[return-value]
+
+
+def _posted_bool(request: HttpRequest, name: str) -> bool:
+    # Switch forms post a hidden "0" before the checkbox's "1": the last value wins.
+    values = request.POST.getlist(name)
+    return bool(values) and values[-1] in ("1", "on", "true")
+
+
+# --- Tools Manager -------------------------------------------------------------------------
+@staff_only
+@require_GET
+def manager(request: HttpRequest) -> HttpResponse:
+    return render(request, "tools/manager.html", {"rows": manager_selectors.group_rows()})
+
+
+def _group_body(request: HtmxHttpRequest, group: str) -> HttpResponse:
+    if request.htmx:
+        row = manager_selectors.group_row(group)
+        return render(request, "tools/manager.html#group-body", {"row": row})
+    return redirect("tools:manager")
+
+
+@staff_only
+@require_POST
+def group_toggle(request: HtmxHttpRequest, group: str) -> HttpResponse:
+    if group not in GROUPS:
+        raise Http404("unknown tool group")
+    group_enabled_set(user=request.user, group=group, enabled=_posted_bool(request, "enabled"))
+    return _group_body(request, group)
+
+
+@staff_only
+@require_POST
+def function_toggle(request: HtmxHttpRequest, tool: str, switch: str) -> HttpResponse:
+    found = get_tool(tool)
+    if found is None or switch not in FUNCTION_SWITCHES:
+        raise Http404("unknown tool or switch")
+    function_switch_set(
+        user=request.user, tool=tool, switch=switch, value=_posted_bool(request, switch)
+    )
+    return _group_body(request, found.tool_group)
+
+
+@staff_only
+@require_http_methods(["GET", "POST"])
+def group_edit(request: HtmxHttpRequest, group: str) -> HttpResponse:
+    if group not in GROUPS:
+        raise Http404("unknown tool group")
+    row = manager_selectors.group_row(group)
+    model = row.group.settings_model
+    form = SettingsForm(request.POST or None, model=model, current=row.settings)
+    changed: list[str] | None = None
+    if request.method == "POST" and form.is_valid():
+        try:
+            settings, changed = group_settings_save(
+                user=request.user,
+                group=group,
+                values=form.values,
+                clear_secrets=form.clear_secrets,
+            )
+        except ValidationError as exc:  # the service is the last word; normally never here
+            form.add_validation_error(exc)
+        else:
+            if not request.htmx:
+                messages.success(request, _saved_message(row.group.label, changed))
+                return redirect("tools:manager")
+            form = SettingsForm(model=model, current=settings)
+    context = {"row": row, "form": form, "changed": changed}
+    if request.htmx:
+        return render(request, "tools/group_edit.html#settings-form", context)
+    return render(request, "tools/group_edit.html", context)
+
+
+def _saved_message(label: str, changed: list[str]) -> str:
+    if not changed:
+        return f"{label}: nothing changed."
+    return f"{label} settings saved ({', '.join(changed)})."
+
+
+@staff_only
+@require_http_methods(["GET", "POST"])
+def function_test(request: HtmxHttpRequest, tool: str) -> HttpResponse:
+    found = get_tool(tool)
+    if found is None:
+        raise Http404("unknown tool")
+    schema = found.anthropic_schema()["input_schema"]
+    form = ToolTestForm(request.POST or None, schema=schema, example=found.example())
+    calls: list[ToolCall] = []
+    if request.method == "POST":
+        if form.is_valid():
+            call = _run_test(request, tool, form.arguments())
+            if request.htmx:
+                return render(request, "tools/test.html#test-run", {"call": call})
+            return redirect(f"{reverse('tools:function_test', args=[tool])}?call={call.pk}")
+        if request.htmx:
+            response = render(request, "tools/test.html#test-form", _test_context(found, form))
+            return reswap(retarget(response, "#test-form"), "outerHTML")
+    elif request.GET.get("call", "").isdigit():
+        calls = list(ToolCall.objects.filter(pk=int(request.GET["call"]), tool=tool))
+    return render(request, "tools/test.html", {**_test_context(found, form), "calls": calls})
+
+
+def _test_context(tool: Any, form: ToolTestForm) -> dict[str, Any]:
+    row = manager_selectors.group_row(tool.tool_group)
+    function = next(f for f in row.functions if f.name == tool.tool_name)
+    return {
+        "row": row,
+        "function": function,
+        "form": form,
+        "openai_schema": json.dumps(tool.openai_schema(), indent=2),
+    }
+
+
+def _run_test(request: HtmxHttpRequest, tool: str, arguments: str | dict[str, Any]) -> ToolCall:
+    """The real path: binding (schema, policy, limits, approval), then the tool's queue."""
+    call = toolcall_bind(
+        request=CallRequest(tool=tool, arguments=arguments),
+        ctx=BindContext(user_id=request.user.pk, conversation_id=None, source="test"),
+    )
+    if call.status == ToolCall.Status.QUEUED:
+        toolcall_dispatch(call)
+    return call
+
+
+# --- audit log -----------------------------------------------------------------------------
+@staff_only
+@require_GET
+def audit(request: HttpRequest) -> HttpResponse:
+    filters = audit_selectors.AuditFilters.from_query(request.GET)
+    if filters.call is not None and filters.as_query() == {"call": str(filters.call)}:
+        record = audit_selectors.audit_record_for_call(filters.call)
+        if record is not None:  # the card's "audit" link lands on the call's own record
+            return redirect("tools:audit", record_id=record.pk)
+    qs = audit_selectors.audit_records(filters)
+    page = Paginator(qs, 50).get_page(request.GET.get("page"))
+    context = {
+        "filters": filters,
+        "query": filters.as_query(),
+        "page": page,
+        "choices": audit_selectors.audit_filter_choices(),
+        "kinds": AuditRecord.Kind.choices,
+    }
+    return render(request, "tools/audit.html", context)
+
+
+@staff_only
+@require_GET
+def audit_detail(request: HttpRequest, record_id: int) -> HttpResponse:
+    record = AuditRecord.objects.select_related("tool_call").filter(pk=record_id).first()
+    if record is None:
+        raise Http404("no such audit record")
+    # A call is deleted with its conversation, so a call still there means the conversation is.
+    conversation_exists = (
+        record.conversation_id is not None
+        and record.tool_call_id is not None
+        and ToolCall.objects.filter(
+            pk=record.tool_call_id, conversation_id=record.conversation_id
+        ).exists()
+    )
+    related = (
+        AuditRecord.objects.filter(tool_call_id=record.tool_call_id).exclude(pk=record.pk)
+        if record.tool_call_id
+        else AuditRecord.objects.none()
+    )
+    context = {
+        "record": record,
+        "conversation_exists": conversation_exists,
+        "related": related,
+        "changes": _settings_changes(record),
+    }
+    return render(request, "tools/audit_detail.html", context)
+
+
+def _settings_changes(record: AuditRecord) -> list[tuple[str, Any, Any]]:
+    if record.kind != AuditRecord.Kind.SETTINGS:
+        return []
+    before, after = record.detail.get("before") or {}, record.detail.get("after") or {}
+    keys = record.detail.get("changed") or sorted(set(before) | set(after))
+    return [(key, before.get(key), after.get(key)) for key in keys]
+
+
+class _Echo:
+    """csv.writer wants a file; this one hands each line back for streaming."""
+
+    def write(self, value: str) -> str:
+        return value
+
+
+def _export(request: HttpRequest, extension: str) -> StreamingHttpResponse:
+    """Stream the filtered log page by page: the server is ASGI, so the body is an async
+    iterator that reads each page in a worker thread instead of loading the log in memory."""
+    qs = audit_selectors.audit_records(audit_selectors.AuditFilters.from_query(request.GET))
+    writer = csv.writer(_Echo())
+    read_page = sync_to_async(audit_selectors.audit_export_page)
+
+    def encode(row: dict[str, Any]) -> str:
+        if extension == "csv":
+            return str(writer.writerow(audit_selectors.audit_csv_cells(row)))
+        return json.dumps(row, ensure_ascii=False) + "\n"
+
+    async def body() -> AsyncIterator[str]:
+        if extension == "csv":
+            yield str(writer.writerow(audit_selectors.EXPORT_FIELDS))
+        before_id = None
+        while rows := await read_page(qs, before_id=before_id):
+            yield "".join(encode(row) for row in rows)
+            before_id = rows[-1]["id"]
+
+    content_type = "text/csv" if extension == "csv" else "application/x-ndjson"
+    response = StreamingHttpResponse(body(), content_type=f"{content_type}; charset=utf-8")
+    filename = f"audit-{timezone.now():%Y%m%d-%H%M%S}.{extension}"
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+@staff_only
+@require_GET
+def audit_export_csv(request: HttpRequest) -> StreamingHttpResponse:
+    return _export(request, "csv")
+
+
+@staff_only
+@require_GET
+def audit_export_jsonl(request: HttpRequest) -> StreamingHttpResponse:
+    return _export(request, "jsonl")
+
+
+# --- API -----------------------------------------------------------------------------------
+@require_GET
+def tool_schemas(request: HttpRequest) -> JsonResponse:
+    """The enabled tools in OpenAI format. Any signed-in user: it is what their agent sees."""
+    if not request.user.is_authenticated:
+        return JsonResponse({"error": "authentication required"}, status=401)
+    strict = request.GET.get("strict", "1").lower() not in ("0", "false", "no")
+    return JsonResponse(manager_selectors.enabled_tool_schemas(strict=strict))

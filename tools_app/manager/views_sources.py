@@ -1,0 +1,277 @@
+"""Tools Manager pages for imported tool sources: register an MCP server, import an OpenAPI
+document (preview, then choose), refresh, change the connection, remove; per-function limits.
+Thin: forms parse, services (tools_app.services.sources, the executors' services) act."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.db import transaction
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods, require_POST
+
+from tools_app.manager import selectors as manager_selectors
+from tools_app.manager.source_forms import (
+    McpConnectionForm,
+    McpServerForm,
+    OpenApiForm,
+    OpenApiImportForm,
+)
+from tools_app.manager.views import HtmxHttpRequest, staff_only
+from tools_app.models import ToolSource
+from tools_app.services.sources import SourceError, source_delete
+
+
+def _manager_at(source: ToolSource) -> str:
+    return f"{reverse('tools:manager')}#group-{source.group_name}"
+
+
+def _queue_refresh(source: ToolSource) -> None:
+    from tools_app.services.sources import source_state_set
+    from tools_app.tasks import refresh_tool_source
+
+    source_state_set(source, ToolSource.State.REFRESHING)
+    transaction.on_commit(lambda: refresh_tool_source.apply_async((source.pk,), queue="tools"))
+
+
+@staff_only
+@require_http_methods(["GET", "POST"])
+def mcp_new(request: HttpRequest) -> HttpResponse:
+    from tools_app.executors.mcp.services import mcp_server_add, parse_headers
+
+    form = McpServerForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        stdio = data["transport"] == "stdio"
+        try:
+            source = mcp_server_add(
+                name=data["name"],
+                label=data["label"],
+                transport=data["transport"],
+                command=data["command"] if stdio else None,
+                url="" if stdio else data["url"],
+                headers=None if stdio else parse_headers(data["headers"].splitlines()),
+                bearer="" if stdio else data["bearer"],
+                allow_private=data["allow_private"],
+                settings={
+                    "sandbox_backend": data["sandbox_backend"],
+                    "workspace": data["workspace"],
+                    "network": data["network"],
+                },
+                user=request.user,
+            )
+        except SourceError as exc:
+            form.add_error(None, str(exc))
+        else:
+            _queue_refresh(source)
+            messages.success(
+                request, f"MCP server {source.name} registered; discovering its tools…"
+            )
+            return redirect(_manager_at(source))
+    return render(request, "tools/source_mcp.html", {"form": form})
+
+
+@staff_only
+@require_http_methods(["GET", "POST"])
+def openapi_new(request: HttpRequest) -> HttpResponse:
+    from tools_app.executors.openapi.importer import (
+        openapi_fetch,
+        openapi_import,
+        openapi_preview,
+    )
+
+    if request.method == "POST" and request.POST.get("step") == "import":
+        text = request.POST.get("document_text", "")
+        try:
+            preview = openapi_preview(text, document_url=request.POST.get("document_url", ""))
+        except SourceError as exc:
+            messages.error(request, str(exc))
+            return redirect("tools:openapi_new")
+        choices = _operation_choices(preview)
+        form = OpenApiImportForm(request.POST, choices=choices)
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                source = openapi_import(
+                    name=data["name"],
+                    label=data["label"],
+                    text=data["document_text"],
+                    document_url=data["document_url"],
+                    selected=list(data["operations"]),
+                    auth={
+                        "type": data["auth_type"],
+                        "in": data["auth_in"],
+                        "name": data["auth_name"],
+                        "username": data["username"],
+                    },
+                    secret=data["secret"],
+                    api_private=data["api_private"],
+                    base=data["base_url"],
+                    user=request.user,
+                )
+            except SourceError as exc:
+                form.add_error(None, str(exc))
+            else:
+                messages.success(
+                    request, f"{source.label}: {source.tool_count} operation(s) imported."
+                )
+                return redirect(_manager_at(source))
+        return render(
+            request, "tools/source_openapi.html", {"preview": preview, "import_form": form}
+        )
+    first = OpenApiForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and first.is_valid():
+        data = first.cleaned_data
+        try:
+            if data["document"]:
+                text = data["document"].read(5_000_001).decode("utf-8", errors="replace")
+                if len(text) > 5_000_000:
+                    raise SourceError("the document is larger than 5 MB")
+            else:
+                text = openapi_fetch(
+                    data["document_url"], document_private=data["document_private"]
+                )
+            preview = openapi_preview(text, document_url=data["document_url"] or "")
+        except SourceError as exc:
+            first.add_error(None, str(exc))
+        else:
+            choices = _operation_choices(preview)
+            import_form = OpenApiImportForm(
+                initial={
+                    "name": data["name"],
+                    "label": data["label"] or preview.title,
+                    "document_url": data["document_url"] or "",
+                    "document_text": text,
+                    "operations": [op.name for op in preview.operations if not op.skipped],
+                    "base_url": preview.base_url,
+                    "auth_type": "none",
+                },
+                choices=choices,
+            )
+            return render(
+                request,
+                "tools/source_openapi.html",
+                {"preview": preview, "import_form": import_form},
+            )
+    return render(request, "tools/source_openapi.html", {"form": first})
+
+
+def _operation_choices(preview: Any) -> list[tuple[str, str]]:
+    return [
+        (op.name, f"{op.name} — {op.method.upper()} {op.path}")
+        for op in preview.operations
+        if not op.skipped
+    ]
+
+
+def _source(name: str) -> ToolSource:
+    source = ToolSource.objects.filter(name=name).first()
+    if source is None:
+        raise Http404("no such tool source")
+    return source
+
+
+@staff_only
+@require_POST
+def source_refresh(request: HtmxHttpRequest, name: str) -> HttpResponse:
+    source = _source(name)
+    if source.kind != ToolSource.Kind.MCP:
+        raise Http404("only MCP servers are refreshed")
+    _queue_refresh(source)
+    if request.htmx:
+        row = manager_selectors.group_row(source.group_name)
+        return render(request, "tools/manager.html#group-body", {"row": row})
+    messages.success(request, f"Refreshing the tools of {source.name}…")
+    return redirect(_manager_at(source))
+
+
+@staff_only
+@require_http_methods(["GET", "POST"])
+def source_status(request: HtmxHttpRequest, name: str) -> HttpResponse:
+    """The group's body, polled while a refresh is running."""
+    source = _source(name)
+    row = manager_selectors.group_row(source.group_name)
+    return render(request, "tools/manager.html#group-body", {"row": row})
+
+
+@staff_only
+@require_http_methods(["GET", "POST"])
+def source_edit(request: HttpRequest, name: str) -> HttpResponse:
+    from tools_app.executors.mcp.services import parse_command, parse_headers
+    from tools_app.services.sources import (
+        secret_summary,
+        source_connection_set,
+        source_secrets,
+    )
+
+    source = _source(name)
+    if source.kind != ToolSource.Kind.MCP:
+        raise Http404("OpenAPI sources are changed by importing the document again")
+    config = dict(source.config or {})
+    stdio = config.get("transport") == "stdio"
+    initial = {"command": " ".join(config.get("command") or []), "url": config.get("url", "")}
+    form = McpConnectionForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        secrets = {} if data["clear_secrets"] else source_secrets(source)
+        try:
+            if stdio:
+                config["command"] = parse_command(data["command"])
+            else:
+                config["url"] = data["url"] or config.get("url", "")
+                if data["headers"].strip():
+                    secrets["headers"] = parse_headers(data["headers"].splitlines())
+                if data["bearer"]:
+                    secrets["bearer"] = data["bearer"]
+            source_connection_set(source, config=config, secrets=secrets, user=request.user)
+        except SourceError as exc:
+            form.add_error(None, str(exc))
+        else:
+            _queue_refresh(source)
+            messages.success(request, f"{source.name}: connection saved; reconnecting…")
+            return redirect(_manager_at(source))
+    context = {"source": source, "form": form, "stdio": stdio, "stored": secret_summary(source)}
+    return render(request, "tools/source_edit.html", context)
+
+
+@staff_only
+@require_POST
+def source_remove(request: HttpRequest, name: str) -> HttpResponse:
+    source = _source(name)
+    source_delete(source, user=request.user)
+    messages.success(request, f"{source.label or source.name} removed with its functions.")
+    return redirect("tools:manager")
+
+
+@staff_only
+@require_POST
+def function_limits(request: HttpRequest, tool: str) -> HttpResponse:
+    from tools_app.imported import imported_sync
+    from tools_app.registry import get_tool
+    from tools_app.services.settings import function_limits_set
+
+    imported_sync()
+    if get_tool(tool) is None:
+        raise Http404("unknown tool")
+
+    def number(key: str) -> int | None:
+        raw = request.POST.get(key, "").strip()
+        if not raw:
+            return None
+        if not raw.isdigit() or not 0 < int(raw) <= 86_400:
+            raise ValueError(key)
+        return int(raw)
+
+    try:
+        timeout, per_minute = number("timeout_seconds"), number("calls_per_minute")
+    except ValueError as exc:
+        messages.error(request, f"{exc}: a whole number from 1 to 86400, or blank")
+    else:
+        function_limits_set(
+            user=request.user, tool=tool, timeout_seconds=timeout, calls_per_minute=per_minute
+        )
+        messages.success(request, f"{tool}: limits saved.")
+    return redirect("tools:function_test", tool=tool)
