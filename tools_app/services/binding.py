@@ -114,8 +114,8 @@ def _has_nul(value: Any) -> bool:
 
 
 def _valid_text(request: CallRequest, value: dict[str, Any]) -> dict[str, Any]:
-    # JSON may spell lone surrogates ("\udcc0") or NUL ("\u0000"); no database stores them
-    # as text (PostgreSQL refuses NUL in text and jsonb).
+    # JSON may spell lone surrogates ("\udcc0"); no database stores them as text. (NUL, which
+    # PostgreSQL refuses in text and jsonb, is checked after policy.)
     try:
         json.dumps(value, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
@@ -124,12 +124,6 @@ def _valid_text(request: CallRequest, value: dict[str, Any]) -> dict[str, Any]:
             f"arguments for {request.tool} contain text that is not valid Unicode "
             "(a lone surrogate such as \\udcc0)",
         ) from None
-    if _has_nul(value):
-        raise _Refused(
-            ToolCall.Status.FAILED,
-            f"arguments for {request.tool} contain a NUL character (\\u0000), which no text "
-            "field can hold",
-        )
     return value
 
 
@@ -312,6 +306,13 @@ def toolcall_check(
             ) from None
         except ToolError as exc:
             raise _Refused(ToolCall.Status.FAILED, exc.message) from None
+        # Checked after policy, whose words say more (a path with NUL is refused there).
+        if _has_nul(call.arguments):
+            raise _Refused(
+                ToolCall.Status.FAILED,
+                f"arguments for {tool.tool_name} contain a NUL character (\\u0000), which no "
+                "text field can hold",
+            )
     except _Refused as refused:
         _refuse(call, refused)
         return CheckedCall(call)
@@ -369,7 +370,20 @@ def _crashed(tool: str) -> str:
     )
 
 
+def _without_nul(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {_without_nul(k): _without_nul(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_nul(v) for v in value]
+    return value
+
+
 def _refuse(call: ToolCall, refused: _Refused) -> None:
+    # A refused call is stored with its arguments; NUL is the one character no database
+    # stores as text, so it is shown as U+FFFD.
+    call.arguments = _without_nul(call.arguments)
     call.status = refused.status
     call.latent = False
     call.error = refused.error
