@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Count
 from django.template.loader import render_to_string
 from django.utils import timezone
 
@@ -49,41 +50,76 @@ SEARCH_TOOL = "web_search"  # counted by name: the research group provides it
 FINAL_TOOLS = frozenset({FINAL_ANSWER, "create_report"})
 
 
+# Always counted: the budget's words name them even without a limit (the model and the Agent
+# cards read "clarifications" and "searches"). Any other tool is counted once the profile
+# gives it a limit (Agent.tool_budgets), under its own name.
+ALWAYS_COUNTED = (CLARIFICATION, SEARCH_TOOL)
+LABELS = {CLARIFICATION: "clarifications", SEARCH_TOOL: "searches"}
+
+
 @dataclass
 class Budget:
     iterations: int
     max_iterations: int
-    clarifications: int
-    max_clarifications: int
-    searches: int
-    max_searches: int
+    calls: dict[str, int]  # allowed calls of this turn, per counted tool
+    limits: dict[str, int]  # the profile's tool budgets (a tool missing or 0: no limit)
 
     def as_dict(self) -> dict[str, str]:
         def of(used: int, limit: int) -> str:
             # Past the limit only the final tools run; they finish, they do not overspend.
             return f"{min(used, limit)} of {limit}" if limit else f"{used} (no limit)"
 
-        return {
-            "iterations": of(self.iterations, self.max_iterations),
-            "clarifications": of(self.clarifications, self.max_clarifications),
-            "searches": of(self.searches, self.max_searches),
-        }
+        words = {"iterations": of(self.iterations, self.max_iterations)}
+        for tool, used in self.calls.items():
+            words[LABELS.get(tool, tool)] = of(used, self.limits.get(tool, 0))
+        return words
 
     @property
     def iterations_spent(self) -> bool:
         return bool(self.max_iterations) and self.iterations >= self.max_iterations
 
+    def count(self, tool: str) -> str | None:
+        """Count one more allowed call of ``tool``; why it is no longer available when that
+        spent its limit."""
+        if tool not in self.calls:
+            return None
+        self.calls[tool] += 1
+        limit = self.limits.get(tool, 0)
+        return spent_reason(tool, limit) if limit and self.calls[tool] >= limit else None
+
+
+def spent_reason(tool: str, limit: int) -> str:
+    if tool == CLARIFICATION:
+        return (
+            f"clarification is no longer available: {limit} clarifications were asked in "
+            "this turn; go on with sensible assumptions"
+        )
+    if tool == SEARCH_TOOL:
+        return (
+            f"{tool} is no longer available: the search limit of {limit} for this turn is "
+            "spent; work with what you found"
+        )
+    return (
+        f"{tool} is no longer available: the limit of {limit} calls for this turn is spent; "
+        "go on without it"
+    )
+
 
 def turn_budget(turn_id: int, agent: Agent) -> Budget:
+    limits = {tool: limit for tool, limit in (agent.tool_budgets or {}).items() if limit}
+    counted = [*ALWAYS_COUNTED, *sorted(set(limits) - set(ALWAYS_COUNTED))]
     calls = ToolCall.objects.filter(turn_id=turn_id)
-    allowed = calls.filter(policy_verdict="allowed")
+    used = dict(
+        calls.filter(policy_verdict="allowed", tool__in=counted)
+        .order_by()  # no default ordering in the GROUP BY
+        .values_list("tool")
+        .annotate(n=Count("id"))
+    )
     return Budget(
         iterations=calls.exclude(tool=REASONING).values("message_id").distinct().count(),
         max_iterations=agent.max_iterations,
-        clarifications=allowed.filter(tool=CLARIFICATION).count(),
-        max_clarifications=agent.max_clarifications,
-        searches=allowed.filter(tool=SEARCH_TOOL).count(),
-        max_searches=agent.max_searches,
+        calls={tool: used.get(tool, 0) for tool in counted},
+        limits=limits,
     )
 
 
@@ -101,22 +137,13 @@ class RoundState:
         """Count a call bound in this round, so a later call of the same round sees it."""
         if call.policy_verdict != "allowed":
             return
+        spent = self.budget.count(call.tool)
+        if spent:
+            self.unavailable[call.tool] = spent
         if call.tool == CLARIFICATION:
-            self.budget.clarifications += 1
             self.unavailable[CLARIFICATION] = (
                 "one clarification at a time: wait for the user's answer to the first"
             )
-        elif call.tool == SEARCH_TOOL:
-            self.budget.searches += 1
-            if self.budget.max_searches and self.budget.searches >= self.budget.max_searches:
-                self.unavailable[SEARCH_TOOL] = _searches_spent(self.budget)
-
-
-def _searches_spent(budget: Budget) -> str:
-    return (
-        f"{SEARCH_TOOL} is no longer available: the search limit of {budget.max_searches} "
-        "for this turn is spent; work with what you found"
-    )
 
 
 def round_state(agent: Agent, turn: Turn, tools: list[type[BaseTool]]) -> RoundState:
@@ -125,7 +152,7 @@ def round_state(agent: Agent, turn: Turn, tools: list[type[BaseTool]]) -> RoundS
         # Today's agents keep today's tools (the Agent group is for profiles that ask for
         # it) and today's cost: no budget queries on this hot path.
         return RoundState(
-            tools=[t for t in tools if t.tool_group != GROUP], budget=Budget(0, 0, 0, 0, 0, 0)
+            tools=[t for t in tools if t.tool_group != GROUP], budget=Budget(0, 0, {}, {})
         )
     budget = turn_budget(turn.pk, agent)
     names = {t.tool_name for t in tools}
@@ -140,13 +167,10 @@ def round_state(agent: Agent, turn: Turn, tools: list[type[BaseTool]]) -> RoundS
         unavailable = {n: reason for n in names - FINAL_TOOLS}
         note = f"The iteration limit is reached. {reason[0].upper()}{reason[1:]}."
     else:
-        if budget.max_clarifications and budget.clarifications >= budget.max_clarifications:
-            unavailable[CLARIFICATION] = (
-                f"clarification is no longer available: {budget.max_clarifications} "
-                "clarifications were asked in this turn; go on with sensible assumptions"
-            )
-        if budget.max_searches and budget.searches >= budget.max_searches:
-            unavailable[SEARCH_TOOL] = _searches_spent(budget)
+        for tool, used in budget.calls.items():
+            limit = budget.limits.get(tool, 0)
+            if limit and used >= limit:
+                unavailable[tool] = spent_reason(tool, limit)
         if agent.kind == Agent.Kind.SGR and REASONING in names:
             if _needs_reasoning(turn):
                 reason = "this round you must call reasoning first; act in the next round"
@@ -163,11 +187,8 @@ def round_state(agent: Agent, turn: Turn, tools: list[type[BaseTool]]) -> RoundS
                     "(final_answer when the task is done)."
                 )
     offered = [t for t in tools if t.tool_name not in unavailable]
-    b = budget.as_dict()
-    note = (
-        f"{note}\nBudget of this turn: iterations {b['iterations']}, clarifications "
-        f"{b['clarifications']}, searches {b['searches']}."
-    ).strip()
+    words = ", ".join(f"{name} {value}" for name, value in budget.as_dict().items())
+    note = f"{note}\nBudget of this turn: {words}.".strip()
     return RoundState(
         tools=offered, budget=budget, tool_choice=choice, unavailable=unavailable, note=note
     )

@@ -250,7 +250,7 @@ def test_clarification_is_withdrawn_at_its_limit_and_refused_in_binding(
     worker, conversation, user, llm, provider, protocol
 ):
     use(provider, llm, protocol)
-    profile(conversation, kind=Agent.Kind.SGR_TOOL_CALLING, max_clarifications=1)
+    profile(conversation, kind=Agent.Kind.SGR_TOOL_CALLING, tool_budgets={"clarification": 1})
     llm.script(reply(protocol, CLARIFY))
     turn = waiting(turn_start(conversation=conversation, user_id=user.pk, text="jaguar?").pk)
     assert turn.phase == Turn.Phase.CLARIFY
@@ -372,7 +372,9 @@ def test_searches_are_counted_by_name_and_refused_when_spent(conversation, user)
             name=WebSearch.tool_group, defaults={"enabled": True}
         )
     try:
-        agent = profile(conversation, kind=Agent.Kind.SGR_TOOL_CALLING, max_searches=2)
+        agent = profile(
+            conversation, kind=Agent.Kind.SGR_TOOL_CALLING, tool_budgets={"web_search": 2}
+        )
         turn = Turn.objects.create(conversation=conversation, user=user)
         tools = [WebSearch]
         state = sgr.round_state(agent, turn, tools)
