@@ -125,7 +125,7 @@ class Turn(models.Model):
         STREAMING = "streaming", "model is answering"
         TOOLS = "tools", "tools are running"
         # A clarification call waits for the person's next message
-        # (chat_app.services.sgr).
+        # (chat_app.agent_kinds.clarification).
         CLARIFY = "clarify", "waiting for clarification"
         DONE = "done", "done"
 
@@ -234,8 +234,8 @@ class Agent(models.Model):
 
     class Kind(models.TextChoices):
         TOOL_CALLING = "tool_calling", "tool calling"
-        SGR = "sgr", "schema-guided reasoning (reasoning forced first each round)"
-        SGR_TOOL_CALLING = "sgr_tool_calling", "schema-guided reasoning as a tool"
+        SCHEMA_GUIDED = "sgr", "schema-guided reasoning (reasoning forced first each round)"
+        REASONING_AS_TOOL = "sgr_tool_calling", "schema-guided reasoning as a tool"
 
     name = models.CharField(max_length=100, unique=True)
     description = models.CharField(max_length=300, blank=True)
@@ -288,7 +288,7 @@ class Agent(models.Model):
 
     def clean(self) -> None:
         rounds = self.max_rounds or settings.AGENT_MAX_ROUNDS
-        needed = self.max_iterations * (2 if self.kind == self.Kind.SGR else 1)
+        needed = self.max_iterations * (2 if self.kind == self.Kind.SCHEMA_GUIDED else 1)
         if self.max_iterations and rounds <= needed:
             raise ValidationError(
                 {

@@ -1,4 +1,5 @@
-"""Agent profiles: the default one, the one a conversation uses, YAML import/export."""
+"""Agent profiles: the default one, the one a conversation uses, the shipped Researcher,
+YAML import/export."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 import yaml
 from django.db import transaction
 
+from chat_app.agent_profiles import RESEARCHER
 from chat_app.models import Agent, Conversation, Provider, default_tool_budgets
 from tools_app.selectors import config_memo
 
@@ -58,6 +60,14 @@ def agent_for_conversation(conversation: Conversation) -> Agent:
         if agent is not None:
             return agent
     return config_memo(("agent", None), agent_default)
+
+
+def researcher_ensure() -> Agent:
+    """The shipped "Researcher" profile (the data migration creates it; tests and a
+    flushed database call this)."""
+    values = {k: v for k, v in RESEARCHER.items() if k != "name"}
+    agent, _ = Agent.objects.get_or_create(name=RESEARCHER["name"], defaults=values)
+    return agent
 
 
 def agents_export() -> str:

@@ -11,9 +11,14 @@ from django.core.exceptions import ValidationError
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
+from chat_app.agent_kinds import kind_for
 from chat_app.models import Agent, Conversation, Turn
-from chat_app.services import sgr
-from chat_app.services.agents import AgentImportError, agents_export, agents_import
+from chat_app.services.agents import (
+    AgentImportError,
+    agents_export,
+    agents_import,
+    researcher_ensure,
+)
 from tools_app.registry import get_tool
 from tools_app.runtime import BindContext
 from tools_app.services.binding import CallRequest, toolcall_bind
@@ -31,7 +36,7 @@ def test_it_limits_any_tool_by_its_budget(user):
     conversation = Conversation.objects.create(owner=user, agent=agent)
     turn = Turn.objects.create(conversation=conversation, user=user)
     tools = [get_tool("current_time")]
-    offer = sgr.round_state(agent, turn, tools)
+    offer = kind_for(agent).offer(turn, tools)
     assert [t.tool_name for t in offer.tools] == ["current_time"]
     assert "current_time 0 of 1" in offer.note
     ctx = BindContext(user_id=user.pk, conversation_id=conversation.pk, source="chat")
@@ -48,11 +53,11 @@ def test_it_limits_any_tool_by_its_budget(user):
         statuses.append(call.status)
     assert statuses == ["queued", "denied"]
     assert "the limit of 1 calls for this turn is spent" in call.error
-    assert sgr.round_state(agent, turn, tools).tools == []  # the next round: not offered
+    assert kind_for(agent).offer(turn, tools).tools == []  # the next round: not offered
 
 
 def test_the_researcher_keeps_its_budgets(db):
-    assert sgr.researcher_ensure().tool_budgets == {"clarification": 2, "web_search": 8}
+    assert researcher_ensure().tool_budgets == {"clarification": 2, "web_search": 8}
 
 
 def test_a_new_profile_may_ask_three_clarifications(db):
@@ -92,7 +97,7 @@ def test_yaml_of_the_old_keys_still_imports(db):
 
 
 def test_the_admin_shows_and_saves_tool_budgets(admin_client, db):
-    sgr.researcher_ensure()
+    researcher_ensure()
     page = admin_client.get("/admin/chat_app/agent/").content.decode()
     assert "clarification 2, web_search 8" in page
     data = {
