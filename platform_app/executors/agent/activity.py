@@ -1,11 +1,11 @@
 """The Agent tools' activities. They run in the worker like any tool (audit, card, Test
-button); what they mean for the turn is ``chat_app.services.sgr``'s part (imported inside
-the functions: tools_app does not import chat_app at module level)."""
+button); what they mean for the turn is ``chat_app.agent_kinds``' part."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from chat_app.agent_kinds import budget_for_call, plan_apply
 from platform_app import reports
 from platform_app.executors.agent.settings import AgentToolSettings
 from platform_app.executors.agent.tools import (
@@ -23,8 +23,6 @@ from tools_app.runtime import ActivityContext
 
 
 def _budget(ctx: ActivityContext) -> dict[str, Any]:
-    from chat_app.services.sgr import budget_for_call
-
     budget = budget_for_call(ctx.call_id)
     return {"budget": budget} if budget else {}
 
@@ -36,16 +34,12 @@ def reasoning(args: Reasoning, ctx: ActivityContext) -> dict[str, Any]:
 
 @activity("generate_plan")
 def generate_plan(args: GeneratePlan, ctx: ActivityContext) -> dict[str, Any]:
-    from chat_app.services.sgr import plan_apply
-
     plan = plan_apply(call_id=ctx.call_id, tool="generate_plan", args=args.model_dump())
     return {"plan": plan, **_budget(ctx)}
 
 
 @activity("adapt_plan")
 def adapt_plan(args: AdaptPlan, ctx: ActivityContext) -> dict[str, Any]:
-    from chat_app.services.sgr import plan_apply
-
     plan = plan_apply(call_id=ctx.call_id, tool="adapt_plan", args=args.model_dump())
     return {"plan": plan, "changes": args.changes, **_budget(ctx)}
 
