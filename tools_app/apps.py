@@ -13,11 +13,12 @@ class ToolsAppConfig(AppConfig):
 
     def ready(self) -> None:
         from infra.maintenance import maintenance_step
-        from tools_app import executors
+        from tools_app import checks, executors
         from tools_app.executors.browser import browser_maintenance
         from tools_app.models import ToolFunctionConfig, ToolGroupConfig, config_track
 
         executors.load_all()
+        checks.register_all()
         # Processes cache tool configuration keyed by ToolConfigVersion (tools_app.selectors).
         config_track(ToolGroupConfig, ToolFunctionConfig)
         # Lost tool calls first: their turns (chat_app's step) may then move on.
