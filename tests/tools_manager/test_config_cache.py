@@ -41,12 +41,9 @@ def bind(user: Any) -> ToolCall:
     )
 
 
-def test_it_asks_the_database_one_small_question_while_nothing_changes(
-    db: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr("tools_app.imported.CHECK_INTERVAL", 600.0)  # a slow machine
+def test_it_asks_the_database_one_small_question_while_nothing_changes(db: None) -> None:
     ToolGroupConfig.objects.create(name="time", settings={"timeout_seconds": 7})
-    selectors.enabled_tools()  # read once (also the imported groups' stamp, checked once a second)
+    selectors.enabled_tools()  # read once (also the imported sources' stamp: the token moved)
     with CaptureQueriesContext(connection) as queries:
         state = selectors.tool_state(CURRENT_TIME)
         settings = selectors.group_settings("time")
