@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar, cast, overload
 
 from django.db import connection
 from django.db.models import TextField
@@ -35,6 +35,7 @@ from tools_app.registry import (
     TOOLS,
     BaseTool,
     GroupSettings,
+    SettingsT,
     ToolGroup,
     get_tool,
 )
@@ -211,9 +212,18 @@ def group_secrets(stored: str | None) -> dict[str, str]:
     return {str(k): v for k, v in values.items() if isinstance(v, str) and v}
 
 
-def group_settings(name: str) -> GroupSettings:
-    """The group's validated settings; defaults for anything never saved."""
-    return config_snapshot().settings(name)
+@overload
+def group_settings(name: str) -> GroupSettings: ...
+@overload
+def group_settings(name: str, model: type[SettingsT]) -> SettingsT: ...
+def group_settings(name: str, model: type[GroupSettings] | None = None) -> GroupSettings:
+    """The group's validated settings; defaults for anything never saved. ``model``: the
+    group's settings model, when the caller reads its own fields (another group's settings,
+    typed: ``group_settings("file", FileSettings).allowed_paths``)."""
+    settings = config_snapshot().settings(name)
+    if model is not None and not isinstance(settings, model):
+        raise TypeError(f"tool group {name!r} has {type(settings).__name__}, not {model.__name__}")
+    return settings
 
 
 def stored_group_settings(config: ToolGroupConfig | None, name: str) -> GroupSettings:

@@ -22,7 +22,7 @@ from tools_app.registry import activity
 from tools_app.runtime import ActivityContext
 
 
-def _budget(ctx: ActivityContext) -> dict[str, Any]:
+def _budget(ctx: ActivityContext[AgentToolSettings]) -> dict[str, Any]:
     from chat_app.services.sgr import budget_for_call
 
     budget = budget_for_call(ctx.call_id)
@@ -30,12 +30,12 @@ def _budget(ctx: ActivityContext) -> dict[str, Any]:
 
 
 @activity("reasoning")
-def reasoning(args: Reasoning, ctx: ActivityContext) -> dict[str, Any]:
+def reasoning(args: Reasoning, ctx: ActivityContext[AgentToolSettings]) -> dict[str, Any]:
     return {**args.model_dump(mode="json"), **_budget(ctx)}
 
 
 @activity("generate_plan")
-def generate_plan(args: GeneratePlan, ctx: ActivityContext) -> dict[str, Any]:
+def generate_plan(args: GeneratePlan, ctx: ActivityContext[AgentToolSettings]) -> dict[str, Any]:
     from chat_app.services.sgr import plan_apply
 
     plan = plan_apply(call_id=ctx.call_id, tool="generate_plan", args=args.model_dump())
@@ -43,7 +43,7 @@ def generate_plan(args: GeneratePlan, ctx: ActivityContext) -> dict[str, Any]:
 
 
 @activity("adapt_plan")
-def adapt_plan(args: AdaptPlan, ctx: ActivityContext) -> dict[str, Any]:
+def adapt_plan(args: AdaptPlan, ctx: ActivityContext[AgentToolSettings]) -> dict[str, Any]:
     from chat_app.services.sgr import plan_apply
 
     plan = plan_apply(call_id=ctx.call_id, tool="adapt_plan", args=args.model_dump())
@@ -51,7 +51,7 @@ def adapt_plan(args: AdaptPlan, ctx: ActivityContext) -> dict[str, Any]:
 
 
 @activity("clarification")
-def clarification(args: Clarification, ctx: ActivityContext) -> dict[str, Any]:
+def clarification(args: Clarification, ctx: ActivityContext[AgentToolSettings]) -> dict[str, Any]:
     # In a chat turn the loop holds this call for the person's answer and it never runs;
     # here it was called outside a turn (Test button, API, MCP): nobody can answer.
     raise ToolError(
@@ -61,7 +61,7 @@ def clarification(args: Clarification, ctx: ActivityContext) -> dict[str, Any]:
 
 
 @activity("final_answer")
-def final_answer(args: FinalAnswer, ctx: ActivityContext) -> dict[str, Any]:
+def final_answer(args: FinalAnswer, ctx: ActivityContext[AgentToolSettings]) -> dict[str, Any]:
     return {
         "status": args.status,
         "answer": args.answer,
@@ -71,8 +71,8 @@ def final_answer(args: FinalAnswer, ctx: ActivityContext) -> dict[str, Any]:
 
 
 @activity("create_report")
-def create_report(args: CreateReport, ctx: ActivityContext) -> dict[str, Any]:
-    settings: AgentToolSettings = ctx.settings  # type: ignore[assignment]
+def create_report(args: CreateReport, ctx: ActivityContext[AgentToolSettings]) -> dict[str, Any]:
+    settings = ctx.settings
     try:
         report = reports.report_write(
             workspace=ctx.workspace_dir,

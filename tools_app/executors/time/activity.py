@@ -4,13 +4,14 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from tools_app.executors.time.settings import TimeSettings
 from tools_app.executors.time.tools import CurrentTime
 from tools_app.registry import activity
 from tools_app.runtime import ActivityContext
 
 
 @activity("current_time")
-def current_time(args: CurrentTime, ctx: ActivityContext) -> dict[str, Any]:
+def current_time(args: CurrentTime, ctx: ActivityContext[TimeSettings]) -> dict[str, Any]:
     now = datetime.now(ZoneInfo(args.timezone))
     return {
         "timezone": args.timezone,

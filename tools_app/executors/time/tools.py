@@ -4,10 +4,11 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from pydantic import Field, field_validator
 
+from tools_app.executors.time.settings import TimeSettings
 from tools_app.registry import BaseTool
 
 
-class CurrentTime(BaseTool, group="time"):
+class CurrentTime(BaseTool[TimeSettings], group="time"):
     """Return the current date and time in an IANA timezone (e.g. Europe/Berlin, UTC)."""
 
     timezone: str = Field(
