@@ -12,9 +12,10 @@ from tools_app.runtime import ActivityContext
 
 @activity("current_time")
 def current_time(args: CurrentTime, ctx: ActivityContext[TimeSettings]) -> dict[str, Any]:
-    now = datetime.now(ZoneInfo(args.timezone))
+    zone = args.timezone or ctx.settings.default_timezone  # not given: the admin's default
+    now = datetime.now(ZoneInfo(zone))
     return {
-        "timezone": args.timezone,
+        "timezone": zone,
         "iso": now.isoformat(timespec="seconds"),
         "date": now.strftime("%Y-%m-%d"),
         "time": now.strftime("%H:%M:%S"),
