@@ -43,14 +43,12 @@ def _offered(token: Any) -> list[str]:
     which structures a chat turn (pause, plan, end) and is nothing for an outside client with
     its own loop. What is listed and what may be called are the same list."""
     from platform_app.api_tokens import api_token_allowed_tools
-    from tools_app.imported import imported_sync
-    from tools_app.registry import TOOLS
+    from tools_app import selectors
 
-    imported_sync()
     allowed = api_token_allowed_tools(token)
     return [
         name
-        for name, tool in TOOLS.items()
+        for name, tool in selectors.registered_tools().items()
         if tool.tool_group != "agent" and (allowed is None or name in allowed)
     ]
 

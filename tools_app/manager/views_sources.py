@@ -199,12 +199,10 @@ def source_remove(request: HttpRequest, name: str) -> HttpResponse:
 @staff_only
 @require_POST
 def function_limits(request: HttpRequest, tool: str) -> HttpResponse:
-    from tools_app.imported import imported_sync
-    from tools_app.registry import get_tool
+    from tools_app import selectors
     from tools_app.services.settings import function_limits_set
 
-    imported_sync()
-    if get_tool(tool) is None:
+    if selectors.tool_named(tool) is None:
         raise Http404("unknown tool")
 
     def number(key: str) -> int | None:

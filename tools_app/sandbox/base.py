@@ -15,13 +15,14 @@ import codecs
 import logging
 import os
 import posixpath
-import re
 import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from infra.env import parse_size as parse_size  # the backends' import: sizes as Docker writes them
 
 logger = logging.getLogger(__name__)
 
@@ -161,20 +162,6 @@ def sandbox_env(req: ExecRequest | SpawnRequest) -> dict[str, str]:
     env = {"PATH": DEFAULT_PATH, "HOME": WORKSPACE, "LANG": "C.UTF-8"}
     env.update(req.env)
     return env
-
-
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
-
-
-def parse_size(value: str | int) -> int:
-    """Docker-style sizes ("512m", "1g", "65536") to bytes."""
-    if isinstance(value, int):
-        return value
-    match = _SIZE.match(value)
-    if not match:
-        raise ValueError(f"not a size: {value!r} (use e.g. 512m or 1g)")
-    number, unit = match.groups()
-    return int(float(number) * 1024 ** "_kmgt".index(unit.lower() or "_"))
 
 
 def prepare_workspace(workspace_dir: Path, uid: int) -> Path:

@@ -24,7 +24,6 @@ from infra.celery_app import app as celery_app
 from infra.db import rows
 from tools_app import selectors
 from tools_app.errors import PolicyDenied, ToolError
-from tools_app.imported import imported_sync
 from tools_app.models import ToolCall
 from tools_app.registry import GROUPS, TOOLS, BaseTool, GroupSettings, get_tool, is_latent
 from tools_app.runtime import BindContext, scope_narrow
@@ -132,11 +131,8 @@ def _lookup(
     allowed_tools: set[str] | None,
     unavailable: Mapping[str, str] | None = None,
 ) -> tuple[type[BaseTool], selectors.ToolState]:
-    imported_sync()
+    config = selectors.config_snapshot()  # imported tools as its token has them
     tool = get_tool(request.tool)
-    if tool is None:  # perhaps imported a moment ago by another process
-        imported_sync(force=True)
-        tool = get_tool(request.tool)
     if tool is None:
         offered = sorted(TOOLS if allowed_tools is None else allowed_tools & set(TOOLS))
         raise _Refused(
@@ -150,7 +146,7 @@ def _lookup(
             f"tool {tool.tool_name!r} is not available to this agent",
             verdict="denied",
         )
-    state = selectors.tool_state(tool)
+    state = selectors.tool_state(tool, config)
     if state.disabled_reason:
         raise _Refused(ToolCall.Status.DENIED, state.disabled_reason, verdict="denied")
     return tool, state
