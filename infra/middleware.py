@@ -7,7 +7,13 @@ from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 # Everything needs a login except these prefixes.
-PUBLIC_PREFIXES = ("/healthz", "/accounts/login/", "/static/", "/admin/login/")
+PUBLIC_PREFIXES = (
+    "/healthz",
+    "/accounts/login/",
+    "/accounts/oidc/",
+    "/static/",
+    "/admin/login/",
+)
 
 
 class LoginRequiredExceptMiddleware:
