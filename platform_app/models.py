@@ -211,6 +211,8 @@ class SSOIdentity(models.Model):
     last_login_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        verbose_name = "SSO identity"
+        verbose_name_plural = "SSO identities"
         constraints = [
             models.UniqueConstraint(fields=["issuer", "subject"], name="sso_identity_unique")
         ]

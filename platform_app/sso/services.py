@@ -109,10 +109,10 @@ def _account_for(claims: Mapping[str, Any]) -> User:
 
 
 def _profile_update(user: User, claims: Mapping[str, Any]) -> None:
+    # Only shown and written to, never used to find an account: an address the provider has
+    # not verified (authentik marks every one so) is still the one the person gave it.
     fields = {"email": ("email", 254), "first_name": ("given_name", 150)}
     fields["last_name"] = ("family_name", 150)
-    if claims.get("email_verified") is False:
-        del fields["email"]  # an address the provider has not checked names nobody
     changed = []
     for field, (claim, max_length) in fields.items():
         value = claims.get(claim)

@@ -14,7 +14,8 @@ from django.test import Client
 from platform_app.models import SSOIdentity
 from tests.sso.provider import OIDCProvider, ProviderBrowser, callback_path
 
-pytestmark = pytest.mark.django_db
+# Both modes: the distributed pass runs these on PostgreSQL (row locks, ON CONFLICT inserts).
+pytestmark = [pytest.mark.django_db, pytest.mark.modes]
 
 User = get_user_model()
 
