@@ -16,6 +16,7 @@ import logging
 import threading
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
 from authlib.common.errors import AuthlibBaseError
@@ -160,5 +161,9 @@ def translated_errors() -> Iterator[None]:
 
 
 def _short(exc: Exception) -> str:
+    if isinstance(exc, requests.ConnectionError) and exc.request is not None:
+        return f"cannot connect to {urlsplit(str(exc.request.url or '')).netloc}"
+    if isinstance(exc, requests.Timeout):
+        return f"no answer within {settings.OIDC_TIMEOUT:g} s"
     text = str(exc) or type(exc).__name__
     return text if len(text) <= 200 else text[:197] + "..."

@@ -157,6 +157,7 @@ def test_an_unreachable_provider_is_explained_on_the_login_page(
     assert response.status_code == 502
     assert b"Single sign-on is unavailable" in response.content
     assert b"127.0.0.1:9/.well-known/openid-configuration" in response.content
+    assert b"(cannot connect to 127.0.0.1:9)" in response.content
     assert b"Sign in with Test IdP" in response.content  # the page still offers both ways
     assert b'name="password"' in response.content
 
