@@ -51,11 +51,7 @@ class LoginView(auth_views.LoginView):
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if settings.OIDC_LOCAL_LOGIN:
             return super().post(request, *args, **kwargs)
-        return login_page(
-            request,
-            f"Password login is turned off here; sign in with {settings.OIDC_PROVIDER_NAME}.",
-            status=403,
-        )
+        return password_refused(request)
 
 
 def login_page(request: HttpRequest, error: str, *, status: int) -> HttpResponse:
@@ -66,6 +62,13 @@ def login_page(request: HttpRequest, error: str, *, status: int) -> HttpResponse
     response = view.render_to_response(view.get_context_data(form=form))
     response.status_code = status
     return response
+
+
+def password_refused(request: HttpRequest) -> HttpResponse:
+    name = settings.OIDC_PROVIDER_NAME
+    return login_page(
+        request, f"Password login is turned off here; sign in with {name}.", status=403
+    )
 
 
 @require_GET
@@ -109,11 +112,7 @@ def admin_login(request: HttpRequest) -> HttpResponse:
     if settings.OIDC_LOCAL_LOGIN:
         return admin.site.login(request)
     if request.method == "POST":
-        return login_page(
-            request,
-            f"Password login is turned off here; sign in with {settings.OIDC_PROVIDER_NAME}.",
-            status=403,
-        )
+        return password_refused(request)
     next_url = request.GET.get("next", "")
     if not url_has_allowed_host_and_scheme(next_url, allowed_hosts={request.get_host()}):
         next_url = reverse("admin:index")
