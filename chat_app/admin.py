@@ -73,11 +73,18 @@ class AgentAdmin(admin.ModelAdmin):
         "all_tools",
         "kind",
         "max_iterations",
+        "budgets",
         "max_rounds",
         "max_calls_per_turn",
         "max_calls_per_conversation",
     ]
     search_fields = ["name", "description"]
+
+    @admin.display(description="tool budgets (calls per turn)")
+    def budgets(self, obj: Agent) -> str:
+        budgets = sorted((obj.tool_budgets or {}).items())  # PostgreSQL keeps no key order
+        limits = [f"{tool} {limit}" for tool, limit in budgets if limit]
+        return ", ".join(limits) or "none"
 
     def save_model(self, request: HttpRequest, obj: Agent, form: object, change: bool) -> None:
         super().save_model(request, obj, form, change)  # type: ignore[arg-type]

@@ -38,8 +38,7 @@ RESEARCHER: dict[str, Any] = {
         "current_time",
     ],
     "max_iterations": 10,
-    "max_clarifications": 2,
-    "max_searches": 8,
+    "tool_budgets": {"clarification": 2, "web_search": 8},
     "max_rounds": 24,
     "max_calls_per_turn": 60,
 }

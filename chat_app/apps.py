@@ -10,8 +10,8 @@ class ChatAppConfig(AppConfig):
     verbose_name = "Chat"
 
     def ready(self) -> None:
+        from chat_app.agent_kinds import approved_call_hold
         from chat_app.models import Agent, Provider
-        from chat_app.services import sgr
         from chat_app.services.latent import latent_execute
         from infra.maintenance import maintenance_step
         from tools_app.models import config_track
@@ -20,9 +20,9 @@ class ChatAppConfig(AppConfig):
         from tools_app.signals import toolcall_finished
 
         toolcall_finished.connect(_advance_turn, dispatch_uid="chat_app.advance_turn")
-        # An approved clarification of a chat turn waits for the answer, like one that needed
-        # no approval, instead of running.
-        approved_call_hold_set(sgr.call_hold)
+        # The agent kind decides whether an approved call of a chat turn is held (a
+        # clarification waits for the answer, like one that needed no approval).
+        approved_call_hold_set(approved_call_hold)
         # A tool without an activity: the turn's model produces its output.
         latent_executor_set(latent_execute)
         # Model rounds keep agent and provider rows under the tool configuration's token

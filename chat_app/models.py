@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 
 from infra.secrets import EncryptedTextField
@@ -121,7 +124,8 @@ class Turn(models.Model):
         MODEL = "model", "waiting for the model"
         STREAMING = "streaming", "model is answering"
         TOOLS = "tools", "tools are running"
-        # A clarification call waits for the person's next message (chat_app.services.sgr).
+        # A clarification call waits for the person's next message
+        # (chat_app.agent_kinds.clarification).
         CLARIFY = "clarify", "waiting for clarification"
         DONE = "done", "done"
 
@@ -210,14 +214,28 @@ class Message(models.Model):
         return f"{self.role}: {self.content[:40]}"
 
 
+def default_tool_budgets() -> dict[str, int]:
+    return {"clarification": 3}
+
+
+def validate_tool_budgets(value: Any) -> None:
+    if not isinstance(value, dict):
+        raise ValidationError('expected tool name → calls per turn, e.g. {"web_search": 8}')
+    for tool, limit in value.items():
+        if not tool.strip():
+            raise ValidationError("a tool name is empty")
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise ValidationError(f"{tool}: the limit must be a whole number, 0 or more")
+
+
 class Agent(models.Model):
     """An agent profile: its prompt, its model, the tools it may use and its limits.
     Conversations pick one; "General" is the default."""
 
     class Kind(models.TextChoices):
         TOOL_CALLING = "tool_calling", "tool calling"
-        SGR = "sgr", "schema-guided reasoning (reasoning forced first each round)"
-        SGR_TOOL_CALLING = "sgr_tool_calling", "schema-guided reasoning as a tool"
+        SCHEMA_GUIDED = "sgr", "schema-guided reasoning (reasoning forced first each round)"
+        REASONING_AS_TOOL = "sgr_tool_calling", "schema-guided reasoning as a tool"
 
     name = models.CharField(max_length=100, unique=True)
     description = models.CharField(max_length=300, blank=True)
@@ -246,11 +264,13 @@ class Agent(models.Model):
         help_text="Rounds that act, per turn; after them only final_answer and create_report "
         "are offered. 0 = unlimited. Keep max rounds above it (twice it for sgr).",
     )
-    max_clarifications = models.PositiveIntegerField(
-        default=3, help_text="clarification calls per turn; 0 = unlimited."
-    )
-    max_searches = models.PositiveIntegerField(
-        default=0, help_text="web_search calls per turn; 0 = unlimited."
+    tool_budgets = models.JSONField(
+        default=default_tool_budgets,
+        blank=True,
+        validators=[validate_tool_budgets],
+        help_text='Calls per turn of a tool, by name, e.g. {"web_search": 8, "clarification": 2}; '
+        "a tool not listed (or 0) has no limit. At the limit the tool is no longer offered. "
+        "Not counted for a tool-calling profile with every tool.",
     )
     is_default = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -267,10 +287,8 @@ class Agent(models.Model):
         return self.name
 
     def clean(self) -> None:
-        from django.core.exceptions import ValidationError
-
         rounds = self.max_rounds or settings.AGENT_MAX_ROUNDS
-        needed = self.max_iterations * (2 if self.kind == self.Kind.SGR else 1)
+        needed = self.max_iterations * (2 if self.kind == self.Kind.SCHEMA_GUIDED else 1)
         if self.max_iterations and rounds <= needed:
             raise ValidationError(
                 {

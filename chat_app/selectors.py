@@ -7,6 +7,7 @@ from typing import Any
 from django.db.models import Prefetch, QuerySet
 from django.template.loader import render_to_string
 
+from chat_app.agent_kinds import latest_plan_html
 from chat_app.models import Conversation, Message, Turn
 from tools_app.models import ToolCall
 
@@ -56,14 +57,12 @@ def conversation_snapshot_for(*, user: Any, conversation_id: int) -> dict[str, A
     html = render_to_string(
         "chat/page.html#messages", {"messages": conversation_messages(conversation)}
     )
-    from chat_app.services import sgr
-
     return {
         "type": "snapshot",
         "conversation_id": conversation.pk,
         "running": turn is not None,
         "waiting": turn is not None and turn.phase == Turn.Phase.CLARIFY,
-        "plan_html": sgr.latest_plan_html(conversation),
+        "plan_html": latest_plan_html(conversation),
         "turn_id": turn.pk if turn else None,
         "html": html,
     }

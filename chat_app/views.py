@@ -10,10 +10,10 @@ from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
 from chat_app import selectors
+from chat_app.agent_kinds import clarification_waiting, latest_plan_html
 from chat_app.forms import AgentChoiceForm, RenameForm
 from chat_app.models import Conversation
 from chat_app.pages import page_panels
-from chat_app.services import sgr
 from chat_app.services.agents import agent_default
 from chat_app.services.providers import provider_default
 
@@ -61,8 +61,8 @@ def conversation_page(request: AuthedHtmxRequest, conversation_id: int) -> HttpR
             "conversations": selectors.conversations_for(request.user),
             "messages": selectors.conversation_messages(conversation),
             "running": selectors.running_turn(conversation) is not None,
-            "waiting": sgr.clarification_waiting(conversation) is not None,
-            "plan_html": sgr.latest_plan_html(conversation),
+            "waiting": clarification_waiting(conversation) is not None,
+            "plan_html": latest_plan_html(conversation),
             "provider": conversation.provider or provider_default(),
             "read_only": conversation.owner_id != request.user.pk,
             "agent_form": AgentChoiceForm(

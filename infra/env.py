@@ -52,14 +52,54 @@ def envint(name: str, default: int, *, minimum: int | None = None) -> int:
     return value
 
 
-def envfloat(name: str, default: float) -> float:
+def envfloat(name: str, default: float, *, positive: bool = False) -> float:
     raw = os.environ.get(name)
     if raw is None or raw.strip() == "":
         return default
     try:
-        return float(raw)
+        value = float(raw)
     except ValueError as exc:
         raise ImproperlyConfigured(f"{name}={raw!r} is not a number") from exc
+    if positive and not value > 0:
+        raise ImproperlyConfigured(f"{name}={raw!r} must be positive")
+    return value
+
+
+def envpath(name: str, default: Path) -> Path:
+    """A directory (absolute once resolved). Set but empty is an error, not "here": an empty
+    ``CC_VAR_DIR=`` once put the generated secret key into the current directory."""
+    raw = envstr(name) if os.environ.get(f"{name}_FILE") else os.environ.get(name)
+    if raw is None:
+        return default.resolve()
+    if not raw.strip():
+        raise ImproperlyConfigured(
+            f"{name} is set but empty: it must name a directory (unset it for the default, "
+            f"{default})"
+        )
+    return Path(raw.strip()).resolve()
+
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
+
+
+def parse_size(value: str | int) -> int:
+    """Docker-style sizes ("512m", "1g", "65536") to bytes."""
+    if isinstance(value, int):
+        return value
+    match = _SIZE.match(value)
+    if not match:
+        raise ValueError(f"not a size: {value!r} (use e.g. 512m or 1g)")
+    number, unit = match.groups()
+    return int(float(number) * 1024 ** "_kmgt".index(unit.lower() or "_"))
+
+
+def envsize(name: str, default: str) -> int:
+    """A Docker-style size ("512m", "1g") in bytes; empty means the default."""
+    raw = os.environ.get(name, "").strip() or default
+    try:
+        return parse_size(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a size (use e.g. 512m or 1g)") from None
 
 
 def envlist(name: str, default: list[str] | None = None) -> list[str]:
@@ -73,5 +113,6 @@ def envlist(name: str, default: list[str] | None = None) -> list[str]:
 def envchoice(name: str, choices: tuple[str, ...], default: str) -> str:
     value = os.environ.get(name, default).strip().lower()
     if value not in choices:
-        raise ImproperlyConfigured(f"{name}={value!r} must be one of {', '.join(choices)}")
+        shown = ", ".join(choice for choice in choices if choice)
+        raise ImproperlyConfigured(f"{name}={value!r} must be one of {shown}")
     return value

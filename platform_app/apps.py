@@ -15,12 +15,14 @@ class PlatformConfig(AppConfig):
         from chat_app.pages import page_panels_register
         from chat_app.services.prompt_blocks import prompt_blocks_register
         from chat_app.signals import turn_finished, turn_stopping
+        from platform_app import checks
         from platform_app.executors import EXECUTORS
         from platform_app.subagents import subagent_parent_stopping, subagent_turn_finished
         from platform_app.views import chat_page_panels
         from tools_app.executors import load_executors
 
         load_executors("platform_app.executors", EXECUTORS)
+        checks.register_all()
         turn_finished.connect(subagent_turn_finished, dispatch_uid="platform.subagent_finished")
         turn_stopping.connect(subagent_parent_stopping, dispatch_uid="platform.subagent_stopping")
         page_panels_register("platform", chat_page_panels)

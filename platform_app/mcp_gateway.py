@@ -5,7 +5,8 @@ any request) lists the tools the token's user may use — their agent profile's 
 ones only — and runs each call through the same binding, policy, approval, queue, sandbox and
 audit as the chat (source "mcp"). A call that requires approval waits until someone approves
 it in the web UI (the Tokens page lists them). A client that cancels its request
-(``notifications/cancelled``) stops the call.
+(``notifications/cancelled``) stops the call. A call's answer waits on the events the call
+publishes to its group (``toolcall_<id>``) on the channel layer, not on a poll of its row.
 
 Authentication: ``Authorization: Bearer <token>`` with a personal API token (Tokens page or
 ``manage.py api_tokens create``), checked from the headers before any body is read. Requests
@@ -22,11 +23,17 @@ import logging
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
 from django.conf import settings
+
+from infra.events import toolcall_group
 
 logger = logging.getLogger(__name__)
 
-POLL_SECONDS = 0.05
+# A call's finish wakes its wait through the call's events; its row is read once after
+# subscribing (a call that finished before that sent its events to nobody) and then only
+# after this long without an event, in case one was lost (a full channel, Redis restarting).
+FALLBACK_POLL_SECONDS = 2.0
 _token_id: contextvars.ContextVar[int | None] = contextvars.ContextVar("mcp_token", default=None)
 
 
@@ -36,14 +43,12 @@ def _offered(token: Any) -> list[str]:
     which structures a chat turn (pause, plan, end) and is nothing for an outside client with
     its own loop. What is listed and what may be called are the same list."""
     from platform_app.api_tokens import api_token_allowed_tools
-    from tools_app.imported import imported_sync
-    from tools_app.registry import TOOLS
+    from tools_app import selectors
 
-    imported_sync()
     allowed = api_token_allowed_tools(token)
     return [
         name
-        for name, tool in TOOLS.items()
+        for name, tool in selectors.registered_tools().items()
         if tool.tool_group != "agent" and (allowed is None or name in allowed)
     ]
 
@@ -88,11 +93,11 @@ def _bind(token_id: int, name: str, arguments: dict[str, Any]) -> Any:
     return call
 
 
-def _state(call_id: int) -> tuple[str, int]:
+def _status(call_id: int) -> str:
     from tools_app.models import ToolCall
 
-    row = ToolCall.objects.filter(pk=call_id).values_list("status", "version").first()
-    return (row[0], row[1]) if row else ("failed", 0)
+    status = ToolCall.objects.filter(pk=call_id).values_list("status", flat=True).first()
+    return status or ToolCall.Status.FAILED  # removed meanwhile: _finished says so
 
 
 def _finished(call_id: int) -> Any:
@@ -112,6 +117,73 @@ def _cancel(call_id: int) -> None:
     call = ToolCall.objects.filter(pk=call_id).first()
     if call is not None and not call.is_terminal:
         toolcall_cancel(call, reason="cancelled by the MCP client")
+
+
+# --- waiting for a call -------------------------------------------------------------------------
+class _CallEvents:
+    """The events one call publishes, received on a channel of our own in its group."""
+
+    def __init__(self, call_id: int) -> None:
+        self.group = toolcall_group(call_id)
+        self.layer: Any = get_channel_layer()
+        self.channel = ""
+        self._receiving: asyncio.Future[Any] | None = None
+
+    async def __aenter__(self) -> _CallEvents:
+        if self.layer is not None:
+            try:
+                self.channel = await self.layer.new_channel()
+                await self.layer.group_add(self.group, self.channel)
+            except Exception:  # an unreachable layer: the call is still answered, by polling
+                logger.warning("cannot subscribe to %s; polling it", self.group, exc_info=True)
+                self.layer = None
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._receiving is not None:
+            self._receiving.cancel()
+        if self.layer is not None:
+            try:
+                await asyncio.shield(self.layer.group_discard(self.group, self.channel))
+            except Exception:
+                logger.warning("cannot leave %s", self.group, exc_info=True)
+
+    async def next_status(self, timeout: float) -> str | None:
+        """The status the call's next card announces ("" for another event), or None when
+        nothing came within ``timeout``."""
+        if self.layer is None:
+            await asyncio.sleep(timeout)
+            return None
+        if self._receiving is None:
+            self._receiving = asyncio.ensure_future(self.layer.receive(self.channel))
+        done, _ = await asyncio.wait({self._receiving}, timeout=timeout)
+        if not done:
+            return None  # still receiving: the next call picks the same receive up
+        received, self._receiving = self._receiving, None
+        try:
+            payload = received.result().get("payload") or {}
+        except Exception:
+            logger.warning("cannot receive the events of %s", self.group, exc_info=True)
+            await asyncio.sleep(timeout)
+            return None
+        return str(payload.get("status") or "") if payload.get("type") == "toolcall" else ""
+
+
+async def call_finished(call_id: int) -> Any:
+    """The call once it has finished, woken by its events."""
+    from tools_app.models import ToolCall
+
+    async with _CallEvents(call_id) as events:
+        status: str | None = await sync_to_async(_status)(call_id)
+        while True:
+            if status in ToolCall.TERMINAL:
+                done = await sync_to_async(_finished)(call_id)
+                if done.status in ToolCall.TERMINAL:
+                    return done
+                status = done.status  # a card sent before its transaction committed: wait on
+            status = await events.next_status(FALLBACK_POLL_SECONDS)
+            if status is None:  # nothing heard for a while: an event may have been lost
+                status = await sync_to_async(_status)(call_id)
 
 
 # --- the server --------------------------------------------------------------------------------
@@ -170,15 +242,10 @@ def build_server() -> Any:
 
         call = await sync_to_async(_bind)(token_id, params.name, dict(params.arguments or {}))
         try:
-            while True:
-                status, _ = await sync_to_async(_state)(call.pk)
-                if status in ToolCall.TERMINAL:
-                    break
-                await asyncio.sleep(POLL_SECONDS)
+            done = await call_finished(call.pk)
         except asyncio.CancelledError:
             await asyncio.shield(sync_to_async(_cancel)(call.pk))
             raise
-        done = await sync_to_async(_finished)(call.pk)
         result = done.result if isinstance(done.result, dict) else {"result": done.result}
         result = {"tool_call_id": done.pk, "status": done.status, **result}
         return CallToolResult(

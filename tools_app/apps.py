@@ -13,13 +13,15 @@ class ToolsAppConfig(AppConfig):
 
     def ready(self) -> None:
         from infra.maintenance import maintenance_step
-        from tools_app import executors
+        from tools_app import checks, executors
         from tools_app.executors.browser import browser_maintenance
-        from tools_app.models import ToolFunctionConfig, ToolGroupConfig, config_track
+        from tools_app.models import ToolFunctionConfig, ToolGroupConfig, ToolSource, config_track
 
         executors.load_all()
-        # Processes cache tool configuration keyed by ToolConfigVersion (tools_app.selectors).
-        config_track(ToolGroupConfig, ToolFunctionConfig)
+        checks.register_all()
+        # Processes cache tool configuration keyed by ToolConfigVersion (tools_app.selectors),
+        # the imported tools of MCP servers and OpenAPI documents included (tools_app.imported).
+        config_track(ToolGroupConfig, ToolFunctionConfig, ToolSource)
         # Lost tool calls first: their turns (chat_app's step) may then move on.
         maintenance_step("tool calls", _reap_tool_calls, order=10)
         maintenance_step("idle sandboxes", _reap_idle_sandboxes, order=30)

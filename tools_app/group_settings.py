@@ -7,6 +7,8 @@ importing each other. Executors import it from the registry, next to ``ToolGroup
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -21,3 +23,8 @@ class GroupSettings(BaseModel):
     calls_per_minute: int = Field(
         0, ge=0, le=10_000, description="Per-tool calls allowed per minute (0 = unlimited)."
     )
+
+
+# A group's own settings model, as tools (``BaseTool[ShellSettings]``) and activities
+# (``ActivityContext[ShellSettings]``) name it: their settings are typed where they are used.
+SettingsT = TypeVar("SettingsT", bound=GroupSettings)

@@ -6,10 +6,11 @@ of ``ImportedTool`` — a ``BaseTool`` whose arguments are checked with ``jsonsc
 the imported schema — registered in the same registry, so binding, policy, approval, limits,
 cards, the Tools Manager and the audit log treat them exactly like ours.
 
-Every process (web, each worker) keeps its registry in step with the database with a cheap
-stamp: the ``(id, revision)`` pairs of all sources, read at most once a second (and at once
-when a name is not found). A source whose revision changed is registered again; a source
-that is gone is unregistered.
+Every process (web, each worker) keeps its registry in step with the database on the tool
+configuration's token (``tools_app.selectors``): a write to a source moves the token on like
+any other configuration write, and the first read of the configuration that finds a new token
+compares the ``(id, revision)`` pairs of all sources with what this process registered. A
+source whose revision changed is registered again; a source that is gone is unregistered.
 """
 
 from __future__ import annotations
@@ -17,9 +18,8 @@ from __future__ import annotations
 import logging
 import re
 import threading
-import time
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import jsonschema
@@ -35,7 +35,6 @@ from tools_app.schema import (
 
 logger = logging.getLogger(__name__)
 
-CHECK_INTERVAL = 1.0  # seconds between stamp checks in one process
 MAX_NAME = 64
 _NAME_OK = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -153,16 +152,21 @@ def safe_name(text: str) -> str:
 
 
 def assign_names(
-    source_name: str, remote_names: list[str], *, previous: dict[str, str] | None = None
+    source_name: str,
+    remote_names: list[str],
+    *,
+    previous: dict[str, str] | None = None,
+    tools: Mapping[str, type[BaseTool]] | None = None,
 ) -> dict[str, str]:
     """Our tool name for each remote name: the remote name itself when it is free and valid,
     else prefixed with the source's name (``time_get_current_time``). Names assigned before
-    are kept, so a refresh does not rename a function an admin configured."""
+    are kept, so a refresh does not rename a function an admin configured. ``tools``: the
+    registry to keep clear of (this process's by default)."""
     previous = previous or {}
     group = f"{source_name}".replace("-", "_")
     taken = {
         name
-        for name, tool in TOOLS.items()
+        for name, tool in (TOOLS if tools is None else tools).items()
         if not (isinstance(tool, type) and issubclass(tool, ImportedTool))
         or tool.source_name != source_name
     }
@@ -242,39 +246,47 @@ def unregister_source(group_name: str) -> None:
 
 _lock = threading.Lock()
 _registered: dict[int, tuple[int, str]] = {}  # source id → (revision, group name)
-_checked_at = 0.0
+_synced_token: str | None = None  # the configuration token the registry was last synced under
 
 
-def imported_sync(*, force: bool = False) -> None:
-    """Bring this process's registry in step with the ToolSource table (cheap when nothing
-    changed: one small query, at most once per CHECK_INTERVAL unless ``force``)."""
-    global _checked_at
-    now = time.monotonic()
-    if not force and now - _checked_at < CHECK_INTERVAL:
+def imported_refresh(token: str | None) -> None:
+    """Bring this process's imported tools in step with the ToolSource table if the
+    configuration token moved since they last were (``selectors.config_snapshot`` calls this
+    with the token it just read; ``None``, no token row: every time). Nothing else calls it:
+    every write to a source moves the token (``ToolSource`` is configuration-tracked)."""
+    global _synced_token
+    if token is not None and token == _synced_token:
         return
+    with _lock:
+        if token is not None and token == _synced_token:
+            return
+        _sync()
+        _synced_token = token
+
+
+def _sync() -> None:
+    """One small query (the sources' ids and revisions); more only for what changed."""
     from tools_app.models import ToolSource
 
-    with _lock:
-        _checked_at = now
-        stamp = dict(ToolSource.objects.order_by().values_list("id", "revision"))
-        if stamp == {k: v[0] for k, v in _registered.items()}:
-            return
-        for source_id in set(_registered) - set(stamp):
-            unregister_source(_registered.pop(source_id)[1])
-        changed = [i for i, rev in stamp.items() if _registered.get(i, (None,))[0] != rev]
-        for source in ToolSource.objects.filter(pk__in=changed):
-            old = _registered.get(source.pk)
-            if old is not None and old[1] != source.group_name:
-                unregister_source(old[1])
-            register_source(source)
-            _registered[source.pk] = (source.revision, source.group_name)
+    stamp = dict(ToolSource.objects.order_by().values_list("id", "revision"))
+    if stamp == {k: v[0] for k, v in _registered.items()}:
+        return
+    for source_id in set(_registered) - set(stamp):
+        unregister_source(_registered.pop(source_id)[1])
+    changed = [i for i, rev in stamp.items() if _registered.get(i, (None,))[0] != rev]
+    for source in ToolSource.objects.filter(pk__in=changed):
+        old = _registered.get(source.pk)
+        if old is not None and old[1] != source.group_name:
+            unregister_source(old[1])
+        register_source(source)
+        _registered[source.pk] = (source.revision, source.group_name)
 
 
 def imported_reset() -> None:
-    """Forget every imported group (tests)."""
-    global _checked_at
+    """Forget every imported group (tests); the next configuration read registers them again."""
+    global _synced_token
     with _lock:
         for _, group_name in _registered.values():
             unregister_source(group_name)
         _registered.clear()
-        _checked_at = 0.0
+        _synced_token = None

@@ -319,14 +319,28 @@ class Screenshot(models.Model):
         return f"screenshot #{self.pk} ({self.width}×{self.height})"
 
 
+class SourceQuerySet(models.QuerySet["ToolSource"]):
+    """A bulk write that moves a source's ``revision`` marks tool configuration changed, like
+    its saves and deletes do (``tools_app.apps``); status writes (state, last error, refreshed
+    at) leave the token, and so every process's cached configuration, alone."""
+
+    def update(self, **kwargs: Any) -> int:
+        rows = super().update(**kwargs)
+        if rows and "revision" in kwargs:
+            ToolConfigVersion.bump()
+        return rows
+
+
 class ToolSource(models.Model):
     """Where imported tools come from: one MCP server or one OpenAPI document; each source is
     one tool group. ``config`` holds what may be shown (command, URL, auth *kind*), ``secrets``
     what may not (headers, tokens, API keys: encrypted at rest, never rendered back).
 
-    ``revision`` changes whenever the tools or the connection change: every process compares
-    the (id, revision) pairs with what it registered and reloads what differs. Status fields
-    change without touching it (they are written by whichever worker talks to the server).
+    ``revision`` changes whenever the tools or the connection change, and with it the tool
+    configuration's token: the next configuration read of every process compares the
+    (id, revision) pairs with what it registered and reloads what differs
+    (``tools_app.imported``). Status fields change without touching either (they are written
+    by whichever worker talks to the server).
     """
 
     class Kind(models.TextChoices):
@@ -359,6 +373,8 @@ class ToolSource(models.Model):
         on_delete=models.SET_NULL,
         related_name="+",
     )
+
+    objects = SourceQuerySet.as_manager()
 
     class Meta:
         ordering = ["kind", "name"]

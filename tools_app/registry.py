@@ -2,10 +2,14 @@
 
 A tool is a Pydantic model. Subclassing ``BaseTool`` registers it; its name is derived from the
 class name (``CurrentTime`` → ``current_time``) unless given, its description is the docstring,
-its fields are the arguments. An activity is a function registered under a name; a tool runs
-the activity of its own name unless it names another one (``activity=...``, the seed's
-``_activity``), so several schemas can share one implementation. A tool without any activity
-is *latent*: the model itself produces its declared ``output`` (see services/latent.py).
+its fields are the arguments. ``BaseTool[ShellSettings]`` names the group's settings model, so
+``check_policy`` gets them typed (checked against the group when the tool registers).
+
+An activity is a function registered under a name; a tool runs the activity of its own name
+unless it names another one (``activity=...``, the seed's ``_activity``), so several schemas can
+share one implementation. A tool without any activity is *latent*: the model itself produces
+its declared ``output`` (see services/latent.py). An activity's context carries the settings
+of the group it belongs to, typed the same way (``ActivityContext[ShellSettings]``).
 """
 
 from __future__ import annotations
@@ -15,11 +19,12 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, SecretStr, model_validator
 
 from tools_app.group_settings import GroupSettings as GroupSettings  # the executors' import
+from tools_app.group_settings import SettingsT as SettingsT
 from tools_app.schema import plain_schema, strict_schema, supports_strict
 
 if TYPE_CHECKING:
@@ -69,10 +74,11 @@ def _snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
-class BaseTool(BaseModel):
-    """Base of every LLM-callable function. Subclass with class keywords::
+class BaseTool(BaseModel, Generic[SettingsT]):
+    """Base of every LLM-callable function. Subclass with class keywords, naming the group's
+    settings model as the type parameter::
 
-    class CurrentTime(BaseTool, group="time"):
+    class CurrentTime(BaseTool[TimeSettings], group="time"):
         '''Return the current date and time.'''
         timezone: str = Field("UTC", description="IANA timezone name")
     """
@@ -108,10 +114,19 @@ class BaseTool(BaseModel):
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
         super().__pydantic_init_subclass__(**kwargs)
+        if cls.__pydantic_generic_metadata__["origin"] is not None:
+            cls.tool_name = ""  # BaseTool[XSettings]: a base naming a settings type, not a tool
+            return
         if not cls.tool_name or kwargs.get("abstract"):
             return
         if not cls.tool_group or cls.tool_group not in GROUPS:
             raise TypeError(f"tool {cls.tool_name}: unknown group {cls.tool_group!r}")
+        model, declared = GROUPS[cls.tool_group].settings_model, _declared_settings(cls)
+        if declared is not None and not issubclass(model, declared):
+            raise TypeError(
+                f"tool {cls.tool_name}: group {cls.tool_group!r} has {model.__name__}, "
+                f"not the {declared.__name__} the tool names"
+            )
         with _lock:
             existing = TOOLS.get(cls.tool_name)
             if existing is not None and existing.__qualname__ != cls.__qualname__:
@@ -182,17 +197,30 @@ class BaseTool(BaseModel):
         raise ValueError(f"/{cls.tool_name} takes JSON arguments, e.g. /{cls.tool_name} {{...}}")
 
     # --- policy ----------------------------------------------------------------------------
-    def check_policy(self, settings: GroupSettings, ctx: BindContext) -> None:
-        """Raise PolicyDenied when the admin's settings forbid these arguments."""
+    def check_policy(self, settings: SettingsT, ctx: BindContext) -> None:
+        """Raise PolicyDenied when the admin's settings (the tool group's) forbid these
+        arguments."""
 
 
-Activity = Callable[[Any, "ActivityContext"], dict[str, Any]]
+def _declared_settings(tool: type[BaseTool]) -> type[GroupSettings] | None:
+    """The settings model a tool names (``BaseTool[ShellSettings]``), if it names one."""
+    for klass in tool.__mro__:
+        meta = getattr(klass, "__pydantic_generic_metadata__", None) or {}
+        if meta.get("origin") is BaseTool and meta.get("args"):
+            declared = meta["args"][0]
+            return declared if isinstance(declared, type) else None
+    return None
 
 
-def activity(name: str) -> Callable[[Activity], Activity]:
-    """Register ``fn(args, ctx) -> dict`` as the activity called ``name``."""
+Activity = Callable[[Any, "ActivityContext[Any]"], dict[str, Any]]
+ActivityFn = TypeVar("ActivityFn", bound=Activity)
 
-    def decorate(fn: Activity) -> Activity:
+
+def activity(name: str) -> Callable[[ActivityFn], ActivityFn]:
+    """Register ``fn(args, ctx) -> dict`` as the activity called ``name``; ``ctx`` is an
+    ``ActivityContext`` of the settings model of the group the activity belongs to."""
+
+    def decorate(fn: ActivityFn) -> ActivityFn:
         ACTIVITIES[name] = fn
         return fn
 
@@ -213,7 +241,7 @@ def is_latent(tool: type[BaseTool]) -> bool:
 
 # How a tool without an activity runs: the model produces its output (``chat_app`` sets it at
 # ready(), since only the chat knows the providers). None: such a tool cannot run.
-LatentExecutor = Callable[[type[BaseTool], BaseTool, "ActivityContext"], dict[str, Any]]
+LatentExecutor = Callable[[type[BaseTool], BaseTool, "ActivityContext[Any]"], dict[str, Any]]
 _latent: LatentExecutor | None = None
 
 

@@ -6,12 +6,12 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic
 
 from django.conf import settings as django_settings
 
 from tools_app.errors import ToolCancelled
-from tools_app.group_settings import GroupSettings
+from tools_app.group_settings import SettingsT
 
 
 def workspace_id_for(*, conversation_id: int | None, user_id: int | None) -> str:
@@ -65,10 +65,14 @@ class BindContext:
 
 
 @dataclass
-class ActivityContext:
+class ActivityContext(Generic[SettingsT]):
+    """What an activity gets besides its arguments. ``settings``: the validated settings of
+    the group the activity belongs to, typed by the activity
+    (``ctx: ActivityContext[ShellSettings]``)."""
+
     call_id: int
     tool_name: str
-    settings: GroupSettings
+    settings: SettingsT
     timeout: float
     workspace_id: str
     conversation_id: int | None

@@ -5,6 +5,11 @@ memory and asks the database one question per read: is ``ToolConfigVersion.token
 one the copy was made under? Every write to the configuration, from any process, changes the
 token (signals and ``ConfigQuerySet`` in ``tools_app.models``), so a change made by an admin in
 the web process applies to the very next call a worker binds or runs.
+
+Imported tools (MCP servers, OpenAPI documents) are configuration too: a write to a
+``ToolSource`` moves the same token, and a read that finds it moved registers them again
+(``tools_app.imported``). Code that looks a tool or group up by name where an imported one may
+be meant asks here (``tool_named``, ``group_named``, ``registered_tools``…), not the registry.
 """
 
 from __future__ import annotations
@@ -15,15 +20,25 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar, cast, overload
 
 from django.db.models import TextField
 from django.db.models.functions import Cast
 from pydantic import ValidationError
 
 from infra.secrets import SecretDecryptionError, decrypt
+from tools_app.imported import imported_refresh
 from tools_app.models import ToolConfigVersion, ToolFunctionConfig, ToolGroupConfig
-from tools_app.registry import GROUPS, TOOLS, BaseTool, GroupSettings
+from tools_app.registry import (
+    GROUPS,
+    TOOLS,
+    BaseTool,
+    GroupSettings,
+    SettingsT,
+    ToolGroup,
+    get_tool,
+)
+from tools_app.registry import tool_for_slash as _tool_for_slash
 
 logger = logging.getLogger(__name__)
 
@@ -128,6 +143,7 @@ def config_snapshot() -> ConfigSnapshot:
     # The token first, then the rows: a copy may be newer than its token (then it is read
     # again next time), never older.
     token = _current_token()
+    imported_refresh(token)  # in memory unless the token moved
     cached = _cached
     if token is not None and cached is not None and cached.token == token:
         return cached
@@ -192,9 +208,18 @@ def group_secrets(stored: str | None) -> dict[str, str]:
     return {str(k): v for k, v in values.items() if isinstance(v, str) and v}
 
 
-def group_settings(name: str) -> GroupSettings:
-    """The group's validated settings; defaults for anything never saved."""
-    return config_snapshot().settings(name)
+@overload
+def group_settings(name: str) -> GroupSettings: ...
+@overload
+def group_settings(name: str, model: type[SettingsT]) -> SettingsT: ...
+def group_settings(name: str, model: type[GroupSettings] | None = None) -> GroupSettings:
+    """The group's validated settings; defaults for anything never saved. ``model``: the
+    group's settings model, when the caller reads its own fields (another group's settings,
+    typed: ``group_settings("file", FileSettings).allowed_paths``)."""
+    settings = config_snapshot().settings(name)
+    if model is not None and not isinstance(settings, model):
+        raise TypeError(f"tool group {name!r} has {type(settings).__name__}, not {model.__name__}")
+    return settings
 
 
 def stored_group_settings(config: ToolGroupConfig | None, name: str) -> GroupSettings:
@@ -222,8 +247,8 @@ def _disabled_reason(snapshot: ConfigSnapshot, tool: type[BaseTool]) -> str | No
     return None
 
 
-def tool_state(tool: type[BaseTool]) -> ToolState:
-    snapshot = config_snapshot()
+def tool_state(tool: type[BaseTool], snapshot: ConfigSnapshot | None = None) -> ToolState:
+    snapshot = snapshot or config_snapshot()
     return ToolState(
         disabled_reason=_disabled_reason(snapshot, tool),
         requires_approval=snapshot.function(tool.tool_name).requires_approval,
@@ -243,9 +268,6 @@ def tool_disabled_reason(tool: type[BaseTool]) -> str | None:
 def enabled_tools(allowed: Iterable[str] | None = None) -> list[type[BaseTool]]:
     """Tools offered to the model: enabled group, enabled function, and (optionally) in
     ``allowed``. Ordered by group then name so prompts are stable."""
-    from tools_app.imported import imported_sync
-
-    imported_sync()
     snapshot = config_snapshot()
     allowed_set = set(allowed) if allowed is not None else None
     tools = [
@@ -255,6 +277,36 @@ def enabled_tools(allowed: Iterable[str] | None = None) -> list[type[BaseTool]]:
         and (allowed_set is None or tool.tool_name in allowed_set)
     ]
     return sorted(tools, key=lambda t: (GROUPS[t.tool_group].order, t.tool_group, t.tool_name))
+
+
+def tool_named(name: str) -> type[BaseTool] | None:
+    """The tool called ``name``, imported ones as the stored configuration has them (one
+    added a moment ago in another process included)."""
+    config_snapshot()
+    return get_tool(name)
+
+
+def tool_for_slash(word: str) -> type[BaseTool] | None:
+    """The tool a slash command names (its name or alias), imported ones included."""
+    config_snapshot()
+    return _tool_for_slash(word)
+
+
+def group_named(name: str) -> ToolGroup | None:
+    config_snapshot()
+    return GROUPS.get(name)
+
+
+def registered_tools() -> dict[str, type[BaseTool]]:
+    """Every tool, enabled or not, imported ones included (callers must not change it)."""
+    config_snapshot()
+    return TOOLS
+
+
+def registered_groups() -> list[ToolGroup]:
+    """Every tool group in the order the prompts and the Tools Manager show them."""
+    config_snapshot()
+    return sorted(GROUPS.values(), key=lambda g: (g.order, g.name))
 
 
 def tools_with_reasoning() -> set[str]:

@@ -47,7 +47,10 @@ def _researcher(apps, schema_editor):  # type: ignore[no-untyped-def]
     from chat_app.agent_profiles import RESEARCHER
 
     Agent = apps.get_model("chat_app", "Agent")
-    values = {k: v for k, v in RESEARCHER.items() if k != "name"}
+    values = {k: v for k, v in RESEARCHER.items() if k not in ("name", "tool_budgets")}
+    # The profile's budgets were two columns here; 0010 folds them into Agent.tool_budgets.
+    values["max_clarifications"] = RESEARCHER["tool_budgets"].get("clarification", 0)
+    values["max_searches"] = RESEARCHER["tool_budgets"].get("web_search", 0)
     Agent.objects.get_or_create(name=RESEARCHER["name"], defaults=values)
 
 

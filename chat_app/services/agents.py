@@ -1,4 +1,5 @@
-"""Agent profiles: the default one, the one a conversation uses, YAML import/export."""
+"""Agent profiles: the default one, the one a conversation uses, the shipped Researcher,
+YAML import/export."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from typing import Any
 import yaml
 from django.db import transaction
 
-from chat_app.models import Agent, Conversation, Provider
+from chat_app.agent_profiles import RESEARCHER
+from chat_app.models import Agent, Conversation, Provider, default_tool_budgets
 from tools_app.selectors import config_memo
 
 DEFAULT_AGENT = "General"
@@ -22,10 +24,11 @@ _FIELDS = (
     "max_calls_per_conversation",
     "kind",
     "max_iterations",
-    "max_clarifications",
-    "max_searches",
+    "tool_budgets",
     "is_default",
 )
+# Keys of YAML written before per-tool budgets were one field: still read, into tool_budgets.
+_LEGACY_BUDGETS = {"max_clarifications": "clarification", "max_searches": "web_search"}
 
 
 class AgentImportError(ValueError):
@@ -59,6 +62,14 @@ def agent_for_conversation(conversation: Conversation) -> Agent:
     return config_memo(("agent", None), agent_default)
 
 
+def researcher_ensure() -> Agent:
+    """The shipped "Researcher" profile (the data migration creates it; tests and a
+    flushed database call this)."""
+    values = {k: v for k, v in RESEARCHER.items() if k != "name"}
+    agent, _ = Agent.objects.get_or_create(name=RESEARCHER["name"], defaults=values)
+    return agent
+
+
 def agents_export() -> str:
     data = []
     for agent in Agent.objects.select_related("provider").order_by("name"):
@@ -67,6 +78,22 @@ def agents_export() -> str:
         item["provider"] = agent.provider.name if agent.provider else None
         data.append(item)
     return yaml.safe_dump({"agents": data}, sort_keys=False, allow_unicode=True)
+
+
+def _budgets_from_legacy(item: dict[str, Any], legacy: dict[str, Any]) -> dict[str, Any]:
+    """``max_clarifications`` / ``max_searches`` set the budgets of their tools (0: no limit)
+    on top of the agent's budgets (the default ones for a new agent)."""
+    if "tool_budgets" in item:
+        raise AgentImportError(
+            f"agent {item['name']!r}: give tool_budgets or {sorted(legacy)}, not both"
+        )
+    existing = Agent.objects.filter(name=item["name"]).values_list("tool_budgets", flat=True)
+    budgets = dict(next(iter(existing), None) or default_tool_budgets())
+    for key, value in legacy.items():
+        budgets.pop(_LEGACY_BUDGETS[key], None)
+        if value:
+            budgets[_LEGACY_BUDGETS[key]] = value
+    return budgets
 
 
 def agents_import(text: str) -> list[Agent]:
@@ -83,10 +110,13 @@ def agents_import(text: str) -> list[Agent]:
         for i, item in enumerate(items):
             if not isinstance(item, dict) or not item.get("name"):
                 raise AgentImportError(f"agent #{i + 1} has no name")
-            unknown = set(item) - set(_FIELDS) - {"name", "provider"}
+            unknown = set(item) - set(_FIELDS) - set(_LEGACY_BUDGETS) - {"name", "provider"}
             if unknown:
                 raise AgentImportError(f"agent {item['name']!r}: unknown keys {sorted(unknown)}")
             values = {f: item[f] for f in _FIELDS if f in item}
+            legacy = {key: item[key] for key in _LEGACY_BUDGETS if key in item}
+            if legacy:
+                values["tool_budgets"] = _budgets_from_legacy(item, legacy)
             if "tools" in values and not isinstance(values["tools"], list):
                 raise AgentImportError(f"agent {item['name']!r}: tools must be a list")
             provider_name = item.get("provider")

@@ -27,6 +27,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from chat_app.agent_kinds import AgentKind, RoundOffer, kind_for
 from chat_app.events import message_publish
 from chat_app.fallback import data_text, fallback_prompt_block, parse_tool_calls, repeats_data
 from chat_app.models import Agent, Message, Provider, Turn
@@ -40,7 +41,6 @@ from chat_app.providers import (
     ToolsNotSupported,
     ToolSpec,
 )
-from chat_app.services import sgr
 from chat_app.services.agents import agent_for_conversation
 from chat_app.services.history import build_history
 from chat_app.services.live import LiveRound, RoundSupervisor, Stopped
@@ -51,7 +51,6 @@ from chat_app.services.providers import (
     provider_remember_no_tools,
 )
 from chat_app.services.retry import RetryNotice, RetryPolicy, call_with_retries
-from chat_app.services.sgr import RoundState
 from chat_app.services.turns import turn_advance, turn_finish
 from tools_app import selectors
 from tools_app.events import toolcall_publish
@@ -101,7 +100,9 @@ class RoundPlan:
     provider: Provider
     agent: Agent
     client: LLMProvider
-    tools: list[type[BaseTool]]
+    kind: AgentKind  # the profile's kind: what each round offers, what a call does to the turn
+    offer: RoundOffer  # what this round offers, and why not the rest
+    tools: list[type[BaseTool]]  # the offered tools
     native: bool
     # The tool list the turn's calls bind within: the agent's, narrowed by what started the
     # turn (Turn.tool_scope). None: every enabled tool.
@@ -110,7 +111,6 @@ class RoundPlan:
     system: str = ""
     history: list[ChatMessage] | None = None
     specs: list[ToolSpec] | None = None
-    sgr: RoundState | None = None  # what this round offers, and why not the rest
     # The streaming message as this round last wrote it: every write to it while it streams is
     # this round's own (the reaper and a crash close it), so it is kept here, not read back.
     message: Message | None = None
@@ -210,6 +210,8 @@ def _round_prepare(turn_id: int, *, runner: str, clients: ClientCache | None) ->
     message.save()
     # Not waiting for it: the model's request goes out now; its tokens queue behind it.
     message_publish(message, calls=[], wait=False)
+    kind = kind_for(agent)
+    offer = kind.offer(turn, selectors.enabled_tools(scope))
     plan = RoundPlan(
         turn_id=turn.pk,
         conversation_id=turn.conversation_id,
@@ -224,7 +226,9 @@ def _round_prepare(turn_id: int, *, runner: str, clients: ClientCache | None) ->
             clients=clients,
             shard=turn.conversation_id,
         ),
-        tools=selectors.enabled_tools(scope),
+        kind=kind,
+        offer=offer,
+        tools=offer.tools,
         native=native,
         scope=scope,
         policy=RetryPolicy(
@@ -232,9 +236,6 @@ def _round_prepare(turn_id: int, *, runner: str, clients: ClientCache | None) ->
         ),
         message=message,
     )
-    # sgr hook: the profile's kind and limits narrow what this round offers.
-    plan.sgr = sgr.round_state(agent, turn, plan.tools)
-    plan.tools = plan.sgr.tools
     _build_request(plan, turn)
     return plan
 
@@ -248,8 +249,8 @@ def _build_request(plan: RoundPlan, turn: Turn) -> None:
         conversation_id=plan.conversation_id,
         offered={t.tool_name for t in plan.tools},
     )
-    if plan.sgr and plan.sgr.note:  # sgr hook: forced reasoning (text fallback), budget
-        system = f"{system}\n\n{plan.sgr.note}"
+    if plan.offer.note:
+        system = f"{system}\n\n{plan.offer.note}"
     if not plan.native and plan.tools:
         system = f"{system}\n\n{fallback_prompt_block(tool_specs(plan.tools, strict=False))}"
     plan.system = system
@@ -289,8 +290,8 @@ async def _stream_reply(
 ) -> ModelReply:
     assert plan.history is not None
 
-    # sgr hook: force the reasoning tool where the wire protocol lets us.
-    forced = plan.sgr.tool_choice if plan.sgr and plan.native and plan.specs else None
+    # In text fallback the offer's note asks for the tool instead.
+    forced = plan.offer.tool_choice if plan.native and plan.specs else None
 
     async def attempt(number: int) -> ModelReply:
         events = plan.client.stream(
@@ -467,7 +468,7 @@ def _bind_and_dispatch(plan: RoundPlan, requests: list[CallRequest]) -> None:
             turn_id=plan.turn_id,
             message_id=plan.message_id,
             allowed_tools=offered,
-            unavailable=plan.sgr.unavailable if plan.sgr else None,
+            unavailable=plan.offer.unavailable,
         )
         for request in requests
     ]
@@ -481,12 +482,9 @@ def _bind_and_dispatch(plan: RoundPlan, requests: list[CallRequest]) -> None:
             cancel_requested=False,
         ).update(phase=Turn.Phase.TOOLS, round=F("round") + 1)
         for one in checked if moved else ():
-            call = toolcall_store(
-                one, limits=limits, unavailable=plan.sgr.unavailable if plan.sgr else None
-            )
-            if plan.sgr:  # sgr hook: counts within the round; clarification waits for input
-                plan.sgr.bound(call)
-            if call.status == call.Status.QUEUED and not sgr.call_hold(call):
+            call = toolcall_store(one, limits=limits, unavailable=plan.offer.unavailable)
+            plan.offer.bound(call)
+            if call.status == call.Status.QUEUED and not plan.kind.hold(call):
                 toolcall_dispatch(call)
                 dispatched = True
             calls.append(call)

@@ -10,8 +10,7 @@ from chat_app.events import message_publish, turn_publish
 from chat_app.models import Conversation, Message, Turn
 from chat_app.services.agents import agent_for_conversation
 from tools_app import selectors
-from tools_app.imported import imported_sync
-from tools_app.registry import BaseTool, tool_for_slash
+from tools_app.registry import BaseTool
 from tools_app.runtime import BindContext
 from tools_app.services.binding import CallLimits, CallRequest, toolcall_bind, toolcall_dispatch
 
@@ -58,12 +57,11 @@ def slash_run(
     word, _, rest = text[1:].partition(" ")
     word = word.strip()
     call = None
-    imported_sync()  # MCP / OpenAPI functions imported in another process
     with transaction.atomic():
         user_message = Message.objects.create(
             conversation=conversation, role=Message.Role.USER, content=text, origin=origin
         )
-        tool = tool_for_slash(word) if word != "help" else None
+        tool = selectors.tool_for_slash(word) if word != "help" else None
         if tool is None:
             notice = (
                 help_text()

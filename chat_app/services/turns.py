@@ -17,9 +17,9 @@ from django.db import transaction
 from django.db.models import Exists, Q
 from django.utils import timezone
 
+from chat_app.agent_kinds import FINAL_ANSWER, kind_for_conversation, kind_for_turn
 from chat_app.events import conversation_publish, message_publish, turn_publish
 from chat_app.models import Conversation, Message, Turn
-from chat_app.services import sgr
 from chat_app.services.agents import agent_for_conversation
 from chat_app.services.slash import slash_run
 from chat_app.signals import turn_finished, turn_stopping
@@ -98,9 +98,9 @@ def turn_start(
         )
     # At most one turn of a conversation runs; one unordered query finds it.
     running = next(iter(conversation.turns.filter(status=Turn.Status.RUNNING).order_by()[:1]), None)
-    # sgr hook: a turn waiting for a clarification is resumed by the answer.
+    # A turn waiting for the person's answer goes on with this message.
     if running is not None and running.phase == Turn.Phase.CLARIFY:
-        if sgr.clarification_answer(turn=running, text=text):
+        if kind_for_conversation(conversation).resume(turn=running, text=text):
             conversation_touch(conversation)
             return running
         running = conversation.turns.filter(status=Turn.Status.RUNNING).first()
@@ -194,7 +194,7 @@ def turn_stop(*, turn: Turn) -> None:
     turn.refresh_from_db()
     if not turn.is_running:
         return
-    sgr.clarification_stop(turn)  # sgr hook: withdraw a question waiting for an answer
+    kind_for_turn(turn).stop(turn)
     for call in turn.tool_calls.exclude(status__in=ToolCall.TERMINAL):
         toolcall_cancel(call)
     # HOOK (platform tools): the subagents this turn started stop with it.
@@ -223,8 +223,8 @@ def turn_advance(turn_id: int) -> None:
         return
     if not turn.is_running or turn.phase != Turn.Phase.TOOLS:
         return
-    # One query answers both "is any call unfinished?" and the sgr hook's "did final_answer
-    # succeed?" (the hook reads the call only when it did).
+    # One query answers both "is any call unfinished?" and the kind's "did a call end the
+    # turn?" (it reads the call only when one may have).
     calls = list(turn.tool_calls.order_by().values_list("status", "tool"))
     if any(status not in ToolCall.TERMINAL for status, _ in calls):
         return
@@ -233,7 +233,7 @@ def turn_advance(turn_id: int) -> None:
     elif turn.kind == Turn.Kind.SLASH:
         ok = all(status == ToolCall.Status.SUCCEEDED for status, _ in calls)
         turn_finish(turn, status=Turn.Status.SUCCEEDED if ok else Turn.Status.FAILED)
-    elif sgr.turn_final(turn, finish=turn_finish, calls=calls):  # sgr hook: final_answer
+    elif kind_for_turn(turn).finish(turn, finish=turn_finish, calls=calls):
         return
     elif Turn.objects.filter(pk=turn.pk, status=Turn.Status.RUNNING, phase=Turn.Phase.TOOLS).update(
         phase=Turn.Phase.MODEL, heartbeat_at=timezone.now(), requeued=0
@@ -246,8 +246,7 @@ def _back_to_model(turn_id: int) -> bool:
     none of whose calls is unfinished or a successful final_answer, goes back to the model.
     When calls finish together, only the UPDATE that matches advances the turn."""
     holding = ToolCall.objects.filter(turn_id=turn_id).filter(
-        ~Q(status__in=ToolCall.TERMINAL)
-        | Q(tool=sgr.FINAL_ANSWER, status=ToolCall.Status.SUCCEEDED)
+        ~Q(status__in=ToolCall.TERMINAL) | Q(tool=FINAL_ANSWER, status=ToolCall.Status.SUCCEEDED)
     )
     advanced = Turn.objects.filter(
         ~Exists(holding),

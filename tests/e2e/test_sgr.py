@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import expect
 
 from chat_app.models import Conversation
-from chat_app.services.sgr import researcher_ensure
+from chat_app.services.agents import researcher_ensure
 from tests.e2e.conftest import login, wait_connected
 from tests.integration.test_sgr import (
     ADAPT,

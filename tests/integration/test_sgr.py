@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
+from chat_app.agent_kinds import clarification, kind_for
 from chat_app.models import Agent, Message, Provider, Turn
-from chat_app.services import sgr
+from chat_app.services.agents import researcher_ensure
 from chat_app.services.turns import turn_start, turn_stop
 from tests.conftest import wait_turn
 from tests.helpers import wait_for
@@ -117,7 +118,7 @@ def use(provider: Provider, llm: Any, protocol: str) -> None:
 
 
 def profile(conversation, **values: Any) -> Agent:
-    agent = sgr.researcher_ensure()
+    agent = researcher_ensure()
     for key, value in {"tools": TOOLS, **values}.items():
         setattr(agent, key, value)
     agent.full_clean()
@@ -218,7 +219,7 @@ def test_at_the_iteration_limit_only_the_final_tools_are_offered(
     worker, conversation, user, llm, provider, protocol
 ):
     use(provider, llm, protocol)
-    profile(conversation, kind=Agent.Kind.SGR_TOOL_CALLING, max_iterations=2, max_rounds=6)
+    profile(conversation, kind=Agent.Kind.REASONING_AS_TOOL, max_iterations=2, max_rounds=6)
     now = Call("current_time", {"timezone": "UTC"})
     llm.script(
         reply(protocol, now),
@@ -250,7 +251,7 @@ def test_clarification_is_withdrawn_at_its_limit_and_refused_in_binding(
     worker, conversation, user, llm, provider, protocol
 ):
     use(provider, llm, protocol)
-    profile(conversation, kind=Agent.Kind.SGR_TOOL_CALLING, max_clarifications=1)
+    profile(conversation, kind=Agent.Kind.REASONING_AS_TOOL, tool_budgets={"clarification": 1})
     llm.script(reply(protocol, CLARIFY))
     turn = waiting(turn_start(conversation=conversation, user_id=user.pk, text="jaguar?").pk)
     assert turn.phase == Turn.Phase.CLARIFY
@@ -267,7 +268,7 @@ def test_clarification_is_withdrawn_at_its_limit_and_refused_in_binding(
 
 
 def test_stop_withdraws_a_waiting_question(worker, conversation, user, llm, provider):
-    profile(conversation, kind=Agent.Kind.SGR_TOOL_CALLING)
+    profile(conversation, kind=Agent.Kind.REASONING_AS_TOOL)
     llm.script(Reply(calls=[CLARIFY]))
     turn = waiting(turn_start(conversation=conversation, user_id=user.pk, text="jaguar?").pk)
     turn_stop(turn=turn)
@@ -282,7 +283,7 @@ def test_stop_withdraws_a_waiting_question(worker, conversation, user, llm, prov
 
 def question_awaiting_approval(conversation, user, llm) -> tuple[Turn, ToolCall]:
     """A turn whose clarification waits for approval (an admin made it require one)."""
-    profile(conversation, kind=Agent.Kind.SGR_TOOL_CALLING)
+    profile(conversation, kind=Agent.Kind.REASONING_AS_TOOL)
     ToolFunctionConfig.objects.create(name="clarification", requires_approval=True)
     llm.script(Reply(calls=[CLARIFY]))
     turn = turn_start(conversation=conversation, user_id=user.pk, text="jaguar?")
@@ -322,13 +323,13 @@ def test_an_approval_landing_in_the_middle_of_stop_does_not_hold_the_turn(
     # Stop has withdrawn the questions waiting for an answer and is about to cancel the rest
     # when the approval lands: the turn is stopping, so the question must not pause it.
     turn, question = question_awaiting_approval(conversation, user, llm)
-    withdraw = sgr.clarification_stop
+    withdraw = clarification.clarification_withdraw
 
     def approved_meanwhile(stopping: Turn) -> None:
         withdraw(stopping)
         toolcall_approve(call=question, user=user)
 
-    monkeypatch.setattr(sgr, "clarification_stop", approved_meanwhile)
+    monkeypatch.setattr(clarification, "clarification_withdraw", approved_meanwhile)
     turn_stop(turn=turn)
     turn = wait_turn(turn.pk)
     assert turn.status == Turn.Status.CANCELLED and turn.phase == Turn.Phase.DONE
@@ -338,7 +339,7 @@ def test_an_approval_landing_in_the_middle_of_stop_does_not_hold_the_turn(
 
 
 def test_final_answer_with_status_failed_fails_the_turn(worker, conversation, user, llm, provider):
-    profile(conversation, kind=Agent.Kind.SGR_TOOL_CALLING)
+    profile(conversation, kind=Agent.Kind.REASONING_AS_TOOL)
     failed = Call("final_answer", {**FINAL.arguments, "status": "failed", "answer": "No luck."})  # type: ignore[dict-item]
     llm.script(Reply(calls=[failed]))
     turn = wait_turn(turn_start(conversation=conversation, user_id=user.pk, text="x").pk)
@@ -372,10 +373,12 @@ def test_searches_are_counted_by_name_and_refused_when_spent(conversation, user)
             name=WebSearch.tool_group, defaults={"enabled": True}
         )
     try:
-        agent = profile(conversation, kind=Agent.Kind.SGR_TOOL_CALLING, max_searches=2)
+        agent = profile(
+            conversation, kind=Agent.Kind.REASONING_AS_TOOL, tool_budgets={"web_search": 2}
+        )
         turn = Turn.objects.create(conversation=conversation, user=user)
         tools = [WebSearch]
-        state = sgr.round_state(agent, turn, tools)
+        state = kind_for(agent).offer(turn, tools)
         assert [t.tool_name for t in state.tools] == ["web_search"]
         ctx = BindContext(user_id=user.pk, conversation_id=conversation.pk, source="chat")
         statuses = []
@@ -391,7 +394,7 @@ def test_searches_are_counted_by_name_and_refused_when_spent(conversation, user)
             statuses.append(call.status)
         assert statuses == ["queued", "queued", "denied"]
         assert "the search limit of 2 for this turn is spent" in call.error
-        assert sgr.round_state(agent, turn, tools).tools == []  # next round: not offered
+        assert kind_for(agent).offer(turn, tools).tools == []  # next round: not offered
     finally:
         if standin:
             unregister_tool("web_search")
@@ -399,7 +402,7 @@ def test_searches_are_counted_by_name_and_refused_when_spent(conversation, user)
 
 
 def test_the_profile_checks_rounds_leave_room_after_the_iterations(db):
-    agent = sgr.researcher_ensure()
+    agent = researcher_ensure()
     assert agent.kind == "sgr" and agent.max_iterations == 10
     agent.max_rounds = 15
     with pytest.raises(Exception, match="must be above 20"):

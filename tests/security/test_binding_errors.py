@@ -36,9 +36,15 @@ def test_a_300_character_timezone_is_an_invalid_argument(worker, user, conversat
 
 
 def test_a_nul_character_in_arguments_is_refused_and_stored(worker, user, conversation):
-    call = slash(conversation, user, '/current_time {"timezone": "Europe/\\u0000Berlin"}')
+    call = slash(conversation, user, '/memory_save {"content": "a\\u0000b"}')
     assert call.status == "failed" and "NUL character" in call.error
-    assert "\x00" not in call.raw_arguments
+    assert "\x00" not in call.raw_arguments and call.arguments == {"content": "a\ufffdb"}
+
+
+def test_a_call_refused_for_other_reasons_is_stored_without_its_nul(worker, user, conversation):
+    call = slash(conversation, user, '/current_time {"timezone": "Europe/\\u0000Berlin"}')
+    assert call.status == "failed" and "unknown timezone" in call.error
+    assert "\x00" not in json.dumps(call.arguments, ensure_ascii=False)
 
 
 @pytest.mark.embedded_only  # the crashing check is patched into this process

@@ -67,9 +67,11 @@ def require_backend(name: str) -> None:
 def configure(group: str, **values: Any) -> None:
     """Store a group's settings the way the Tools Manager does, failing loudly on typos:
     ``selectors.group_settings`` silently falls back to the defaults for invalid settings."""
-    from tools_app.registry import GROUPS
+    from tools_app.selectors import group_named
 
-    GROUPS[group].settings_model.model_validate(values)
+    found = group_named(group)  # an imported source's group too
+    assert found is not None, f"no tool group {group!r}"
+    found.settings_model.model_validate(values)
     ToolGroupConfig.objects.update_or_create(name=group, defaults={"settings": values})
 
 

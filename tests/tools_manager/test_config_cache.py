@@ -15,6 +15,7 @@ from chat_app.services.turns import turn_start
 from tests.conftest import ROOT, child_env, wait_turn
 from tests.llm_server import Call, Reply
 from tools_app import selectors
+from tools_app.executors.shell.settings import ShellSettings
 from tools_app.models import ToolCall, ToolConfigVersion, ToolFunctionConfig, ToolGroupConfig
 from tools_app.registry import get_tool
 from tools_app.runtime import BindContext
@@ -41,12 +42,9 @@ def bind(user: Any) -> ToolCall:
     )
 
 
-def test_it_asks_the_database_one_small_question_while_nothing_changes(
-    db: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr("tools_app.imported.CHECK_INTERVAL", 600.0)  # a slow machine
+def test_it_asks_the_database_one_small_question_while_nothing_changes(db: None) -> None:
     ToolGroupConfig.objects.create(name="time", settings={"timeout_seconds": 7})
-    selectors.enabled_tools()  # read once (also the imported groups' stamp, checked once a second)
+    selectors.enabled_tools()  # read once (also the imported sources' stamp: the token moved)
     with CaptureQueriesContext(connection) as queries:
         state = selectors.tool_state(CURRENT_TIME)
         settings = selectors.group_settings("time")
@@ -108,12 +106,12 @@ def test_without_a_version_row_it_reads_the_configuration_every_time(db: None) -
 
 def test_every_reader_gets_its_own_settings(db: None) -> None:
     ToolGroupConfig.objects.create(name="shell", settings={"blocked_commands": ["rm"]})
-    first = selectors.group_settings("shell")
-    first.blocked_commands.append("curl")  # type: ignore[attr-defined]
+    first = selectors.group_settings("shell", ShellSettings)
+    first.blocked_commands.append("curl")
     first.timeout_seconds = 1
-    second = selectors.group_settings("shell")
+    second = selectors.group_settings("shell", ShellSettings)
     assert second is not first
-    assert second.blocked_commands == ["rm"]  # type: ignore[attr-defined]
+    assert second.blocked_commands == ["rm"]
     assert second.timeout_seconds != 1
 
 

@@ -15,6 +15,7 @@ from tests.e2e.conftest import login
 from tests.tools.research.conftest import TAVILY_KEY
 from tests.tools.research.servers import Server
 from tools_app import selectors
+from tools_app.executors.research.settings import ResearchSettings
 
 pytestmark = [pytest.mark.e2e, pytest.mark.modes]
 
@@ -43,7 +44,8 @@ def test_an_admin_configures_a_search_backend_and_tests_it(
     assert TAVILY_KEY not in page.content()
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / "tools-research-settings.png"), full_page=True)
-    assert selectors.group_settings("research").search_api_key.get_secret_value() == TAVILY_KEY  # type: ignore[attr-defined]
+    stored = selectors.group_settings("research", ResearchSettings)
+    assert stored.search_api_key.get_secret_value() == TAVILY_KEY
 
     page.goto("/tools/")
     expect(page.locator("#group-research .sandbox-cell")).to_contain_text(

@@ -11,6 +11,7 @@ from django.db import connection
 
 from tests.tools_manager.conftest import HTMX
 from tools_app import selectors
+from tools_app.executors.research.settings import ResearchSettings
 from tools_app.models import AuditRecord, ToolConfigVersion, ToolGroupConfig
 
 pytestmark = [pytest.mark.modes]  # the encrypted column is read with a cast: both databases
@@ -44,7 +45,7 @@ def _raw_secrets() -> str:
 
 
 def _stored_key() -> str:
-    return selectors.group_settings("research").search_api_key.get_secret_value()  # type: ignore[attr-defined]
+    return selectors.group_settings("research", ResearchSettings).search_api_key.get_secret_value()
 
 
 def test_the_key_input_is_a_password_field_that_starts_empty(staff_client: Any) -> None:
@@ -79,7 +80,7 @@ def test_a_blank_key_keeps_the_stored_one_and_the_switch_removes_it(staff_client
     staff_client.post(URL, _form(search_api_key=KEY), **HTMX)
     staff_client.post(URL, _form(max_results="3"), **HTMX)
     assert _stored_key() == KEY
-    assert selectors.group_settings("research").max_results == 3  # type: ignore[attr-defined]
+    assert selectors.group_settings("research", ResearchSettings).max_results == 3
     staff_client.post(URL, _form(max_results="3", search_api_key__clear="on"), **HTMX)
     assert _stored_key() == ""
     assert _raw_secrets() == ""
@@ -110,8 +111,8 @@ def test_a_secret_that_cannot_be_decrypted_costs_only_that_secret(
             "WHERE name = 'research'"
         )
     ToolConfigVersion.bump()
-    settings = selectors.group_settings("research")
-    assert settings.search_api_key.get_secret_value() == ""  # type: ignore[attr-defined]
-    assert settings.max_results == 4  # type: ignore[attr-defined]
+    settings = selectors.group_settings("research", ResearchSettings)
+    assert settings.search_api_key.get_secret_value() == ""
+    assert settings.max_results == 4
     assert selectors.group_settings("time").timeout_seconds == 5
     assert "the secrets of tool group research cannot be decrypted" in caplog.text

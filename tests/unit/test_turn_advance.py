@@ -11,8 +11,9 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from chat_app.agent_kinds import FINAL_ANSWER
 from chat_app.models import Turn
-from chat_app.services import sgr, turns
+from chat_app.services import turns
 from tools_app.models import ToolCall
 
 pytestmark = pytest.mark.modes
@@ -86,10 +87,10 @@ def test_a_successful_final_answer_ends_the_turn_instead(
     conversation: Any, queued: list[int]
 ) -> None:
     turn = tools_turn(conversation)
-    call(turn, ToolCall.Status.SUCCEEDED, sgr.FINAL_ANSWER)
+    call(turn, ToolCall.Status.SUCCEEDED, FINAL_ANSWER)
     assert not turns._back_to_model(turn.pk)
     failed = tools_turn(conversation)
-    call(failed, ToolCall.Status.FAILED, sgr.FINAL_ANSWER)  # a failed one does not count
+    call(failed, ToolCall.Status.FAILED, FINAL_ANSWER)  # a failed one does not count
     assert turns._back_to_model(failed.pk)
 
 

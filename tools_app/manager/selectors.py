@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from tools_app import selectors
 from tools_app.models import ToolCall, ToolFunctionConfig, ToolGroupConfig, ToolSource
-from tools_app.registry import GROUPS, BaseTool, GroupSettings, ToolGroup
+from tools_app.registry import BaseTool, GroupSettings, ToolGroup
 
 logger = logging.getLogger(__name__)
 
@@ -175,10 +175,7 @@ def _listing(group: ToolGroup, settings: GroupSettings) -> list[dict[str, str]]:
 
 def group_rows(names: list[str] | None = None) -> list[GroupRow]:
     """The manager's rows, ordered like the prompts (group order, then name)."""
-    from tools_app.imported import imported_sync
-
-    imported_sync()
-    groups = sorted(GROUPS.values(), key=lambda g: (g.order, g.name))
+    groups = selectors.registered_groups()
     if names is not None:
         groups = [g for g in groups if g.name in names]
     enabled = dict(ToolGroupConfig.objects.values_list("name", "enabled"))

@@ -7,6 +7,7 @@ from typing import Any
 
 from django import forms
 
+from tools_app.executors.openapi.importer import Preview, openapi_preview
 from tools_app.manager.forms import SwitchInput
 
 SECRET_WIDGET = {"autocomplete": "new-password", "spellcheck": "false"}
@@ -172,6 +173,51 @@ class OpenApiImportForm(RowsMixin, forms.Form):
         help_text="Write-only: stored encrypted, never shown again.",
     )
 
+    @classmethod
+    def for_preview(
+        cls, preview: Preview, *, name: str, label: str, document_url: str
+    ) -> OpenApiImportForm:
+        """Step two's form under a fresh preview: every importable operation ticked."""
+        initial = {
+            "name": name,
+            "label": label or preview.title,
+            "document_url": document_url,
+            "document_text": preview.text,
+            "operations": [op.name for op in preview.operations if not op.skipped],
+            "base_url": preview.base_url,
+            "auth_type": "none",
+        }
+        return cls(initial=initial, choices=operation_choices(preview))
+
+    @classmethod
+    def from_post(cls, data: Any) -> tuple[Preview, OpenApiImportForm]:
+        """The preview again (from the document the page carried) and the form bound to the
+        answers; ``SourceError`` when the document no longer reads."""
+        preview = openapi_preview(
+            data.get("document_text", ""), document_url=data.get("document_url", "")
+        )
+        return preview, cls(data, choices=operation_choices(preview))
+
+    def import_arguments(self) -> dict[str, Any]:
+        """``openapi_import``'s arguments from the valid form."""
+        data = self.cleaned_data
+        return {
+            "name": data["name"],
+            "label": data["label"],
+            "text": data["document_text"],
+            "document_url": data["document_url"],
+            "selected": list(data["operations"]),
+            "auth": {
+                "type": data["auth_type"],
+                "in": data["auth_in"],
+                "name": data["auth_name"],
+                "username": data["username"],
+            },
+            "secret": data["secret"],
+            "api_private": data["api_private"],
+            "base": data["base_url"],
+        }
+
     def __init__(self, *args: Any, choices: list[tuple[str, str]] | None = None, **kw: Any):
         super().__init__(*args, **kw)
         self.fields["operations"].choices = choices or []  # type: ignore[attr-defined]
@@ -191,3 +237,11 @@ class OpenApiImportForm(RowsMixin, forms.Form):
     @property
     def visible_rows(self) -> list[tuple[forms.BoundField, None]]:
         return [(f, None) for f in self.visible_fields() if f.name != "operations"]
+
+
+def operation_choices(preview: Preview) -> list[tuple[str, str]]:
+    return [
+        (op.name, f"{op.name} — {op.method.upper()} {op.path}")
+        for op in preview.operations
+        if not op.skipped
+    ]

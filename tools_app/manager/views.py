@@ -33,12 +33,11 @@ from django_htmx.http import reswap, retarget
 from django_htmx.middleware import HtmxDetails
 from pydantic import ValidationError
 
-from tools_app.imported import imported_sync
+from tools_app import selectors
 from tools_app.manager import audit_selectors
 from tools_app.manager import selectors as manager_selectors
 from tools_app.manager.forms import SettingsForm, ToolTestForm
 from tools_app.models import AuditRecord, ToolCall
-from tools_app.registry import GROUPS, get_tool
 from tools_app.runtime import BindContext
 from tools_app.services.binding import CallRequest, toolcall_bind, toolcall_dispatch
 from tools_app.services.settings import (
@@ -66,7 +65,6 @@ def staff_only(view: V) -> V:
             return redirect_to_login(request.get_full_path())
         if not request.user.is_staff:
             return HttpResponseForbidden("The Tools Manager is for staff only.")
-        imported_sync()  # MCP / OpenAPI groups registered by another process
         return view(request, *args, **kwargs)
 
     return wrapped  # type: ignore[return-value]
@@ -95,7 +93,7 @@ def _group_body(request: HtmxHttpRequest, group: str) -> HttpResponse:
 @staff_only
 @require_POST
 def group_toggle(request: HtmxHttpRequest, group: str) -> HttpResponse:
-    if group not in GROUPS:
+    if selectors.group_named(group) is None:
         raise Http404("unknown tool group")
     group_enabled_set(user=request.user, group=group, enabled=_posted_bool(request, "enabled"))
     return _group_body(request, group)
@@ -104,7 +102,7 @@ def group_toggle(request: HtmxHttpRequest, group: str) -> HttpResponse:
 @staff_only
 @require_POST
 def function_toggle(request: HtmxHttpRequest, tool: str, switch: str) -> HttpResponse:
-    found = get_tool(tool)
+    found = selectors.tool_named(tool)
     if found is None or switch not in FUNCTION_SWITCHES:
         raise Http404("unknown tool or switch")
     function_switch_set(
@@ -116,7 +114,7 @@ def function_toggle(request: HtmxHttpRequest, tool: str, switch: str) -> HttpRes
 @staff_only
 @require_http_methods(["GET", "POST"])
 def group_edit(request: HtmxHttpRequest, group: str) -> HttpResponse:
-    if group not in GROUPS:
+    if selectors.group_named(group) is None:
         raise Http404("unknown tool group")
     row = manager_selectors.group_row(group)
     model = row.group.settings_model
@@ -152,7 +150,7 @@ def _saved_message(label: str, changed: list[str]) -> str:
 @staff_only
 @require_http_methods(["GET", "POST"])
 def function_test(request: HtmxHttpRequest, tool: str) -> HttpResponse:
-    found = get_tool(tool)
+    found = selectors.tool_named(tool)
     if found is None:
         raise Http404("unknown tool")
     schema = found.anthropic_schema()["input_schema"]

@@ -4,8 +4,6 @@ Thin: forms parse, services (tools_app.services.sources, the executors' services
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import messages
 from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
@@ -13,6 +11,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
+from tools_app.executors.openapi.importer import openapi_document_preview, openapi_import
 from tools_app.manager import selectors as manager_selectors
 from tools_app.manager.source_forms import (
     McpConnectionForm,
@@ -77,94 +76,45 @@ def mcp_new(request: HttpRequest) -> HttpResponse:
 @staff_only
 @require_http_methods(["GET", "POST"])
 def openapi_new(request: HttpRequest) -> HttpResponse:
-    from tools_app.executors.openapi.importer import (
-        openapi_fetch,
-        openapi_import,
-        openapi_preview,
-    )
-
+    """Step one: the document (a URL or an upload), answered with its preview and step two."""
     if request.method == "POST" and request.POST.get("step") == "import":
-        text = request.POST.get("document_text", "")
+        return _openapi_import(request)
+    form = OpenApiForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
         try:
-            preview = openapi_preview(text, document_url=request.POST.get("document_url", ""))
+            preview = openapi_document_preview(
+                upload=data["document"],
+                document_url=data["document_url"] or "",
+                document_private=data["document_private"],
+            )
         except SourceError as exc:
-            messages.error(request, str(exc))
-            return redirect("tools:openapi_new")
-        choices = _operation_choices(preview)
-        form = OpenApiImportForm(request.POST, choices=choices)
-        if form.is_valid():
-            data = form.cleaned_data
-            try:
-                source = openapi_import(
-                    name=data["name"],
-                    label=data["label"],
-                    text=data["document_text"],
-                    document_url=data["document_url"],
-                    selected=list(data["operations"]),
-                    auth={
-                        "type": data["auth_type"],
-                        "in": data["auth_in"],
-                        "name": data["auth_name"],
-                        "username": data["username"],
-                    },
-                    secret=data["secret"],
-                    api_private=data["api_private"],
-                    base=data["base_url"],
-                    user=request.user,
-                )
-            except SourceError as exc:
-                form.add_error(None, str(exc))
-            else:
-                messages.success(
-                    request, f"{source.label}: {source.tool_count} operation(s) imported."
-                )
-                return redirect(_manager_at(source))
-        return render(
-            request, "tools/source_openapi.html", {"preview": preview, "import_form": form}
-        )
-    first = OpenApiForm(request.POST or None, request.FILES or None)
-    if request.method == "POST" and first.is_valid():
-        data = first.cleaned_data
-        try:
-            if data["document"]:
-                text = data["document"].read(5_000_001).decode("utf-8", errors="replace")
-                if len(text) > 5_000_000:
-                    raise SourceError("the document is larger than 5 MB")
-            else:
-                text = openapi_fetch(
-                    data["document_url"], document_private=data["document_private"]
-                )
-            preview = openapi_preview(text, document_url=data["document_url"] or "")
-        except SourceError as exc:
-            first.add_error(None, str(exc))
+            form.add_error(None, str(exc))
         else:
-            choices = _operation_choices(preview)
-            import_form = OpenApiImportForm(
-                initial={
-                    "name": data["name"],
-                    "label": data["label"] or preview.title,
-                    "document_url": data["document_url"] or "",
-                    "document_text": text,
-                    "operations": [op.name for op in preview.operations if not op.skipped],
-                    "base_url": preview.base_url,
-                    "auth_type": "none",
-                },
-                choices=choices,
+            import_form = OpenApiImportForm.for_preview(
+                preview, name=data["name"], label=data["label"], document_url=data["document_url"]
             )
-            return render(
-                request,
-                "tools/source_openapi.html",
-                {"preview": preview, "import_form": import_form},
-            )
-    return render(request, "tools/source_openapi.html", {"form": first})
+            context = {"preview": preview, "import_form": import_form}
+            return render(request, "tools/source_openapi.html", context)
+    return render(request, "tools/source_openapi.html", {"form": form})
 
 
-def _operation_choices(preview: Any) -> list[tuple[str, str]]:
-    return [
-        (op.name, f"{op.name} — {op.method.upper()} {op.path}")
-        for op in preview.operations
-        if not op.skipped
-    ]
+def _openapi_import(request: HttpRequest) -> HttpResponse:
+    """Step two: the chosen operations, where the API is and how to authenticate."""
+    try:
+        preview, form = OpenApiImportForm.from_post(request.POST)
+    except SourceError as exc:
+        messages.error(request, str(exc))
+        return redirect("tools:openapi_new")
+    if form.is_valid():
+        try:
+            source = openapi_import(user=request.user, **form.import_arguments())
+        except SourceError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"{source.label}: {source.tool_count} operation(s) imported.")
+            return redirect(_manager_at(source))
+    return render(request, "tools/source_openapi.html", {"preview": preview, "import_form": form})
 
 
 def _source(name: str) -> ToolSource:
@@ -249,12 +199,10 @@ def source_remove(request: HttpRequest, name: str) -> HttpResponse:
 @staff_only
 @require_POST
 def function_limits(request: HttpRequest, tool: str) -> HttpResponse:
-    from tools_app.imported import imported_sync
-    from tools_app.registry import get_tool
+    from tools_app import selectors
     from tools_app.services.settings import function_limits_set
 
-    imported_sync()
-    if get_tool(tool) is None:
+    if selectors.tool_named(tool) is None:
         raise Http404("unknown tool")
 
     def number(key: str) -> int | None:

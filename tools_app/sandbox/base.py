@@ -3,6 +3,10 @@
 A sandbox runs one argv for one workspace: the workspace's host directory is the only writable,
 persistent place the command sees (at ``/workspace``), it runs as an unprivileged uid with a clean
 environment, and it is killed - with everything it started - on timeout or cancel.
+
+``exec`` runs a command to its end. ``spawn`` sets up a long-lived process spoken to over its
+stdin and stdout (a stdio MCP server) in the same sandbox, for a caller that runs the host
+command it returns with pipes (the MCP SDK does) and closes it when done.
 """
 
 from __future__ import annotations
@@ -11,7 +15,6 @@ import codecs
 import logging
 import os
 import posixpath
-import re
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -19,12 +22,24 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from infra.env import parse_size as parse_size  # the backends' import: sizes as Docker writes them
+
 logger = logging.getLogger(__name__)
 
 WORKSPACE = "/workspace"
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 OutputCallback = Callable[[str, str], None]
+
+
+def _check_argv_env(argv: list[str], env: dict[str, str]) -> None:
+    if not argv or not all(isinstance(a, str) for a in argv):
+        raise ValueError("argv must be a non-empty list of strings")
+    if any("\0" in a for a in argv):
+        raise ValueError("argv must not contain NUL bytes")
+    for key, value in env.items():
+        if not key or "=" in key or "\0" in key or "\0" in value:
+            raise ValueError(f"invalid environment variable name or value: {key!r}")
 
 
 @dataclass
@@ -39,18 +54,44 @@ class ExecRequest:
 
     def __post_init__(self) -> None:
         # Validate before anything runs: a bad request is the caller's bug, not a broken sandbox.
-        if not self.argv or not all(isinstance(a, str) for a in self.argv):
-            raise ValueError("argv must be a non-empty list of strings")
-        if any("\0" in a for a in self.argv):
-            raise ValueError("argv must not contain NUL bytes")
+        _check_argv_env(self.argv, self.env)
         self.cwd = normalize_cwd(self.cwd)
-        for key, value in self.env.items():
-            if not key or "=" in key or "\0" in key or "\0" in value:
-                raise ValueError(f"invalid environment variable name or value: {key!r}")
         if self.timeout <= 0:
             raise ValueError("timeout must be positive")
         if self.max_output < 0:
             raise ValueError("max_output must not be negative")
+
+
+@dataclass
+class SpawnRequest:
+    """A long-lived process in the sandbox, started in /workspace."""
+
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)  # added to the minimal clean env
+    network: bool = False
+    ro_binds: list[Path] = field(default_factory=list)  # host dirs, read-only at their own path
+    name: str = "proc"  # names its container (docker), for operators
+
+    def __post_init__(self) -> None:
+        _check_argv_env(self.argv, self.env)
+
+
+@dataclass
+class Spawned:
+    """A process set up in the sandbox: run ``argv`` on the host, with ``env`` and ``cwd``
+    and pipes, and its stdin, stdout and stderr are those of the process inside. ``close()``
+    once that host command has ended removes whatever is left (a container, /etc files)."""
+
+    argv: list[str]
+    env: dict[str, str]
+    sandbox_id: str
+    cwd: str | None = None
+    cleanup: Callable[[], None] | None = None
+
+    def close(self) -> None:
+        cleanup, self.cleanup = self.cleanup, None
+        if cleanup is not None:
+            cleanup()
 
 
 @dataclass
@@ -89,6 +130,11 @@ class Sandbox(ABC):
     ) -> ExecResult:
         """Run ``req.argv``; stream chunks to ``on_output(stream, text)`` as they arrive."""
 
+    @abstractmethod
+    def spawn(self, workspace_id: str, workspace_dir: Path, req: SpawnRequest) -> Spawned:
+        """Set up ``req.argv`` as a long-lived process in this workspace's sandbox (see
+        ``Spawned``); it starts when the caller runs the host command."""
+
     def release(self, workspace_id: str) -> None:  # noqa: B027 - optional hook, no-op by default
         """Drop warm resources held for this workspace."""
 
@@ -111,25 +157,11 @@ def normalize_cwd(cwd: str) -> str:
     return norm
 
 
-def sandbox_env(req: ExecRequest) -> dict[str, str]:
+def sandbox_env(req: ExecRequest | SpawnRequest) -> dict[str, str]:
     """The minimal environment a command sees; nothing leaks in from the host process."""
     env = {"PATH": DEFAULT_PATH, "HOME": WORKSPACE, "LANG": "C.UTF-8"}
     env.update(req.env)
     return env
-
-
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
-
-
-def parse_size(value: str | int) -> int:
-    """Docker-style sizes ("512m", "1g", "65536") to bytes."""
-    if isinstance(value, int):
-        return value
-    match = _SIZE.match(value)
-    if not match:
-        raise ValueError(f"not a size: {value!r} (use e.g. 512m or 1g)")
-    number, unit = match.groups()
-    return int(float(number) * 1024 ** "_kmgt".index(unit.lower() or "_"))
 
 
 def prepare_workspace(workspace_dir: Path, uid: int) -> Path:

@@ -30,6 +30,8 @@ from tools_app.sandbox.base import (
     OutputSink,
     Sandbox,
     SandboxError,
+    Spawned,
+    SpawnRequest,
     parse_size,
     prepare_workspace,
     sandbox_env,
@@ -43,6 +45,8 @@ HOST_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 ETC_RO = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime")
 # Only with network: name resolution and TLS roots.
 ETC_NET = ("resolv.conf", "hosts", "ssl", "ca-certificates", "gai.conf")
+# The CPU-seconds backstop (RLIMIT_CPU) of a long-lived process, which has no timeout.
+SPAWN_CPU_SECONDS = 7 * 24 * 3600.0
 
 
 class BubblewrapSandbox(Sandbox):
@@ -232,6 +236,43 @@ class BubblewrapSandbox(Sandbox):
             exit_code=exit_code,
             sandbox_id=f"bwrap:{outcome.pid}",
             reason=outcome.reason,
+        )
+
+    # -- long-lived processes --------------------------------------------------------------
+
+    def spawn(self, workspace_id: str, workspace_dir: Path, req: SpawnRequest) -> Spawned:
+        """The same command line as ``exec``'s; the /etc files come from a private directory
+        instead of pipes (the caller's library starts the process and passes no descriptors)."""
+        if req.network:
+            raise SandboxError(
+                "the bubblewrap sandbox cannot give a long-lived process network access without "
+                "exposing the host's loopback services; use the docker backend or switch "
+                "network off"
+            )
+        ws = prepare_workspace(workspace_dir, self.uid)
+        etc_dir = Path(tempfile.mkdtemp(prefix="cc-spawn-etc-"))
+        try:
+            files = self._etc_files(False)
+            for name, content in files.items():
+                (etc_dir / name).write_bytes(content)
+                (etc_dir / name).chmod(0o644)
+            etc_dir.chmod(0o755)  # the sandbox uid reads them
+            request = ExecRequest(argv=req.argv, env=req.env, timeout=SPAWN_CPU_SECONDS)
+            cmd = self.command(
+                request,
+                workspace=ws,
+                data_fds={},
+                data_files={name: etc_dir / name for name in files},
+                ro_binds=req.ro_binds,
+            )
+        except BaseException:
+            shutil.rmtree(etc_dir, ignore_errors=True)
+            raise
+        return Spawned(
+            argv=cmd,
+            env={"PATH": os.environ.get("PATH", HOST_PATH), "LANG": "C.UTF-8"},
+            sandbox_id="bwrap",
+            cleanup=lambda: shutil.rmtree(etc_dir, ignore_errors=True),
         )
 
     def health(self) -> tuple[bool, str]:

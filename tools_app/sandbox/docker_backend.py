@@ -18,6 +18,9 @@ ends, kills whatever it left behind; timeout/cancel kill the group from a second
 
 Either way a process that deliberately starts its own session escapes the group kill but stays
 inside the container's limits until the container is released or reaped.
+
+A long-lived process (``spawn``: a stdio MCP server) gets a container of its own, made from the
+same hardening profile (``hardening``), which the engine removes when the process ends.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import logging
 import os
 import queue
 import selectors
+import shutil
 import threading
 import time
 import uuid
@@ -36,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from tools_app.sandbox.base import (
+    DEFAULT_PATH,
     WORKSPACE,
     ExecRequest,
     ExecResult,
@@ -43,13 +48,15 @@ from tools_app.sandbox.base import (
     OutputSink,
     Sandbox,
     SandboxError,
+    Spawned,
+    SpawnRequest,
     parse_size,
     prepare_workspace,
     sandbox_env,
     sink_result,
     stop_reason,
 )
-from tools_app.sandbox.docker_containers import ContainerPool
+from tools_app.sandbox.docker_containers import ContainerPool, spawned_name
 from tools_app.sandbox.docker_runner import (
     RunnerConnection,
     RunnerLost,
@@ -472,6 +479,39 @@ class DockerSandbox(Sandbox):
                 return int(info["ExitCode"])
             time.sleep(0.001)
         return None
+
+    # -- long-lived processes --------------------------------------------------------------
+
+    def spawn(self, workspace_id: str, workspace_dir: Path, req: SpawnRequest) -> Spawned:
+        """A container made like the warm ones (one hardening profile), with the process as
+        its command and its stdin open; ``docker start --attach --interactive`` then pipes
+        the host command's stdin and stdout to the process."""
+        docker = shutil.which("docker")
+        if docker is None:
+            raise SandboxError(
+                "long-lived processes in the docker sandbox (stdio MCP servers) need the docker "
+                "command line on the worker host; install it or use the bubblewrap backend"
+            )
+        ws = prepare_workspace(workspace_dir, self.uid)
+        name = spawned_name(req.name, workspace_id)
+        cid = self.pool.create_spawned(
+            name,
+            workspace=ws,
+            argv=list(req.argv),
+            environment=sandbox_env(req),
+            network=req.network,
+            ro_binds=list(req.ro_binds),
+        )
+        env = {"PATH": os.environ.get("PATH", DEFAULT_PATH), "LANG": "C.UTF-8"}
+        for key in ("DOCKER_HOST", "DOCKER_CONFIG", "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY"):
+            if key in os.environ:
+                env[key] = os.environ[key]
+        return Spawned(
+            argv=[docker, "start", "--attach", "--interactive", cid],
+            env=env,
+            sandbox_id=f"docker:{name}",
+            cleanup=lambda: self.pool.remove_spawned(cid),
+        )
 
     def release(self, workspace_id: str) -> None:
         self.pool.release(workspace_id)

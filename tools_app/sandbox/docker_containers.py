@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
+import logging
 import os
 import re
 import threading
@@ -19,6 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from tools_app.sandbox.base import DEFAULT_PATH, WORKSPACE, SandboxError
+from tools_app.sandbox.hardening import NETWORK, Hardening
+
+logger = logging.getLogger(__name__)
 
 LABEL = "controlcenter.sandbox"
 LABEL_WORKSPACE = "controlcenter.workspace"
@@ -26,15 +31,14 @@ LABEL_WORKSPACE = "controlcenter.workspace"
 # deleted and created again at the same path must not be served by the old container, whose
 # bind mount still holds the deleted one.
 LABEL_DIR_ID = "controlcenter.workspace_dir_id"
+# Containers of long-lived processes (Sandbox.spawn): never reused, reaped or released as warm
+# ones; the engine removes each when its process ends.
+LABEL_SPAWNED = "controlcenter.spawned"
 
 
 def _dir_id(path: Path) -> str:
     st = os.stat(path)
     return f"{st.st_dev}:{st.st_ino}"
-
-
-NETWORK = "cc-sandbox-net"  # user-defined bridge: dockerd may run with --bridge=none
-NOFILE = 256
 
 
 @dataclass
@@ -56,6 +60,16 @@ def container_name(workspace_id: str, network: bool, namespace: str = "1") -> st
     return f"{prefix}{slug}-{'net' if network else 'nonet'}"
 
 
+_spawned = itertools.count(1)
+
+
+def spawned_name(name: str, workspace_id: str) -> str:
+    """A name no other container has: this process's id and a counter make it unique."""
+    digest = hashlib.sha256(f"{name}:{workspace_id}".encode()).hexdigest()[:8]
+    slug = re.sub(r"[^a-zA-Z0-9_.-]", "-", name)[:30]
+    return f"cc-{slug}-{os.getpid()}-{digest}-{next(_spawned)}"
+
+
 class ContainerPool:
     def __init__(
         self,
@@ -73,11 +87,9 @@ class ContainerPool:
         self.label = f"{LABEL}={label}"
         self.namespace = label
         self.image = image
-        self.uid = uid
-        self.memory = memory
-        self.pids = pids
-        self.cpus = cpus
-        self.tmpfs_size = tmpfs_size
+        self.hardening = Hardening(
+            uid=uid, memory=memory, pids=pids, cpus=cpus, tmpfs_size=tmpfs_size
+        )
         self._api: Any = None
         self._lock = threading.Lock()
         self._name_locks: dict[str, threading.Lock] = {}
@@ -209,43 +221,58 @@ class ContainerPool:
     def _container_spec(
         self, name: str, workspace_id: str, workspace: Path, network: bool
     ) -> dict[str, Any]:
-        from docker.types import Mount, Ulimit
-
-        host_config = self.api.create_host_config(
-            # A Mount, not a "src:dst:rw" bind string, so a ':' in the host path is harmless.
-            mounts=[Mount(WORKSPACE, str(workspace), type="bind", read_only=False)],
-            cap_drop=["ALL"],
-            security_opt=["no-new-privileges"],
-            read_only=True,
-            tmpfs={"/tmp": f"rw,nosuid,nodev,size={self.tmpfs_size},mode=1777"},  # noqa: S108
-            mem_limit=self.memory,
-            memswap_limit=self.memory,  # no swap: the memory limit is the limit
-            pids_limit=self.pids,
-            nano_cpus=int(self.cpus * 1e9),
-            ulimits=[
-                Ulimit(name="nofile", soft=NOFILE, hard=NOFILE),
-                # RLIMIT_NPROC counts every process of this uid on the host, other sandboxes
-                # included; the per-container cap is pids_limit, this only bounds the total.
-                Ulimit(name="nproc", soft=self.pids * 4, hard=self.pids * 4),
-            ],
-            network_mode=NETWORK if network else "none",
-            init=True,  # tini as pid 1 reaps the orphans of killed process groups
-            privileged=False,
-        )
-        return {
-            "command": ["sleep", "infinity"],
-            "name": name,
-            "user": f"{self.uid}:{self.uid}",
-            "working_dir": WORKSPACE,
-            "hostname": "sandbox",
-            "environment": {"PATH": DEFAULT_PATH, "HOME": WORKSPACE, "LANG": "C.UTF-8"},
-            "labels": {
+        return self.hardening.create_kwargs(
+            self.api,
+            name=name,
+            command=["sleep", "infinity"],
+            environment={"PATH": DEFAULT_PATH, "HOME": WORKSPACE, "LANG": "C.UTF-8"},
+            labels={
                 LABEL: self.label.split("=", 1)[1],
                 LABEL_WORKSPACE: workspace_id,
                 LABEL_DIR_ID: _dir_id(workspace),
             },
-            "host_config": host_config,
-        }
+            workspace=workspace,
+            network=network,
+        )
+
+    # -- containers of long-lived processes (Sandbox.spawn) ---------------------------------
+
+    def create_spawned(
+        self,
+        name: str,
+        *,
+        workspace: Path,
+        argv: list[str],
+        environment: dict[str, str],
+        network: bool,
+        ro_binds: list[Path],
+    ) -> str:
+        """Create (not start) a container running ``argv`` with its stdin open, hardened as
+        the warm ones; the engine removes it when the process ends."""
+        with self.errors():
+            if network:
+                self._ensure_network()
+            spec = self.hardening.create_kwargs(
+                self.api,
+                name=name,
+                command=argv,
+                environment=environment,
+                labels={LABEL_SPAWNED: self.namespace},
+                workspace=workspace,
+                network=network,
+                ro_binds=ro_binds,
+                auto_remove=True,
+            )
+            return str(self.api.create_container(self.image, stdin_open=True, **spec)["Id"])
+
+    def remove_spawned(self, cid: str) -> None:
+        """Remove a spawned container if it is still there (its process was killed from
+        outside, say); never raises: this runs while a session is torn down."""
+        try:
+            with self.errors():
+                self._remove(cid)
+        except SandboxError as exc:
+            logger.warning("could not remove sandbox container %s: %s", cid[:12], exc)
 
     def _ensure_network(self) -> None:
         import docker.errors

@@ -19,6 +19,8 @@ from tools_app.sandbox.base import (
     OutputCallback,
     OutputSink,
     Sandbox,
+    Spawned,
+    SpawnRequest,
     sandbox_env,
     sink_result,
 )
@@ -69,6 +71,14 @@ class NoSandbox(Sandbox):
             sandbox_id=f"none:{outcome.pid}",
             reason=outcome.reason,
         )
+
+    def spawn(self, workspace_id: str, workspace_dir: Path, req: SpawnRequest) -> Spawned:
+        ws = Path(workspace_dir).resolve()
+        ws.mkdir(parents=True, exist_ok=True)
+        env = sandbox_env(req)
+        if "HOME" not in req.env:
+            env["HOME"] = str(ws)
+        return Spawned(argv=list(req.argv), env=env, sandbox_id="none", cwd=str(ws))
 
     def health(self) -> tuple[bool, str]:
         return True, "no sandbox: commands run directly on the host as the app's own user"

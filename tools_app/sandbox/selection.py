@@ -1,22 +1,24 @@
-"""Which sandbox backend runs commands, configured from the environment.
+"""Which sandbox backend runs commands, as the settings say (``controlcenter/settings.py``).
 
 ``SANDBOX_BACKEND=auto`` (the default) picks docker when an engine is reachable and the sandbox
 image exists, else bubblewrap when it works on this host, else refuses: running tools with no
 isolation is never a silent fallback, only an explicit ``SANDBOX_BACKEND=none``.
 
 Other settings: SANDBOX_IMAGE, SANDBOX_UID, SANDBOX_MEMORY, SANDBOX_PIDS, SANDBOX_CPUS,
-SANDBOX_IDLE_SECONDS, SANDBOX_DOCKER_RUNNER (on: commands go to a runner kept inside the warm
-container; off: one ``docker exec`` per command); DOCKER_HOST is honoured by the docker SDK.
+SANDBOX_IDLE_SECONDS, SANDBOX_POOL_LABEL, SANDBOX_DOCKER_RUNNER (on: commands go to a runner
+kept inside the warm container; off: one ``docker exec`` per command). DOCKER_HOST and the
+other DOCKER_* variables are the Docker SDK's own: it reads them itself.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import threading
 
-from tools_app.sandbox.base import Sandbox, SandboxError, parse_size
+from django.conf import settings
+
+from tools_app.sandbox.base import Sandbox, SandboxError
 
 logger = logging.getLogger(__name__)
 
@@ -28,62 +30,14 @@ _instances: dict[str, Sandbox] = {}
 _auto_choice: str | None = None
 
 
-def _env_int(name: str, default: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise SandboxError(f"{name}={raw!r} is not a whole number") from None
-    if value <= 0:
-        raise SandboxError(f"{name}={raw!r} must be positive")
-    return value
-
-
-def _env_float(name: str, default: float) -> float:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise SandboxError(f"{name}={raw!r} is not a number") from None
-    if value <= 0:
-        raise SandboxError(f"{name}={raw!r} must be positive")
-    return value
-
-
-def _env_switch(name: str, default: bool) -> bool:
-    raw = os.environ.get(name, "").strip().lower()
-    if not raw:
-        return default
-    if raw in ("1", "true", "yes", "on"):
-        return True
-    if raw in ("0", "false", "no", "off"):
-        return False
-    raise SandboxError(f"{name}={raw!r} is not on/off (use 1 or 0)")
-
-
-def _env_memory() -> str:
-    raw = os.environ.get("SANDBOX_MEMORY", "").strip() or "512m"
-    try:
-        parse_size(raw)
-    except ValueError:
-        raise SandboxError(f"SANDBOX_MEMORY={raw!r} is not a size (use e.g. 512m or 1g)") from None
-    return raw
-
-
 def idle_seconds() -> float:
-    return _env_float("SANDBOX_IDLE_SECONDS", 600.0)
+    return float(settings.SANDBOX_IDLE_SECONDS)
 
 
 def _deployment_label() -> str:
     """Containers belong to one deployment: its workspaces directory. Two deployments (or two
     test runs) on one engine then never reuse, reap or remove each other's containers."""
     try:
-        from django.conf import settings
-
         root = str(settings.WORKSPACES_DIR)
     except Exception:  # used without Django settings (scripts, some tests)
         return "1"
@@ -96,22 +50,20 @@ def _build(name: str) -> Sandbox:
         from tools_app.sandbox.docker_backend import DockerSandbox
 
         return DockerSandbox(
-            image=os.environ.get("SANDBOX_IMAGE", "").strip() or "controlcenter-sandbox:latest",
-            uid=_env_int("SANDBOX_UID", 10001),
-            memory=_env_memory(),
-            pids=_env_int("SANDBOX_PIDS", 128),
-            cpus=_env_float("SANDBOX_CPUS", 1.0),
-            pool_label=os.environ.get("SANDBOX_POOL_LABEL", "").strip() or _deployment_label(),
-            runner=_env_switch("SANDBOX_DOCKER_RUNNER", True),
+            image=settings.SANDBOX_IMAGE,
+            uid=settings.SANDBOX_UID,
+            memory=settings.SANDBOX_MEMORY,
+            pids=settings.SANDBOX_PIDS,
+            cpus=settings.SANDBOX_CPUS,
+            pool_label=settings.SANDBOX_POOL_LABEL or _deployment_label(),
+            runner=settings.SANDBOX_DOCKER_RUNNER,
             runner_idle=idle_seconds(),
         )
     if name == "bubblewrap":
         from tools_app.sandbox.bwrap_backend import BubblewrapSandbox
 
         return BubblewrapSandbox(
-            uid=_env_int("SANDBOX_UID", 10001),
-            memory=_env_memory(),
-            pids=_env_int("SANDBOX_PIDS", 128),
+            uid=settings.SANDBOX_UID, memory=settings.SANDBOX_MEMORY, pids=settings.SANDBOX_PIDS
         )
     from tools_app.sandbox.none_backend import NoSandbox
 
@@ -127,7 +79,7 @@ def _instance(name: str) -> Sandbox:
 
 def _normalize(name: str | None) -> str:
     if name is None:
-        name = os.environ.get("SANDBOX_BACKEND", "auto")
+        name = str(settings.SANDBOX_BACKEND)
     name = name.strip().lower()
     name = _ALIASES.get(name, name)
     if name != "auto" and name not in BACKENDS:
@@ -163,6 +115,23 @@ def get_sandbox(name: str | None = None) -> Sandbox:
     )
 
 
+def configured_backend_health() -> tuple[str, bool, str]:
+    """(backend, healthy, detail) of the backend ``get_sandbox()`` would use, found the same way
+    but without settling this process's automatic choice (``manage.py check`` asks this)."""
+    name = _normalize(None)
+    candidates = ("docker", "bubblewrap") if name == "auto" else (name,)
+    reasons = []
+    for candidate in candidates:
+        try:
+            ok, detail = _instance(candidate).health()
+        except SandboxError as exc:
+            ok, detail = False, str(exc)
+        if ok:
+            return candidate, True, detail
+        reasons.append(f"{candidate}: {detail}" if name == "auto" else detail)
+    return name, False, "; ".join(reasons)
+
+
 def available_backends() -> dict[str, tuple[bool, str]]:
     """Health of every backend, for the Tools Manager."""
     result: dict[str, tuple[bool, str]] = {}
@@ -189,7 +158,7 @@ def reap_idle_sandboxes() -> int:
 
 
 def reset_for_tests() -> None:
-    """Forget cached backends and the auto choice (tests change the environment)."""
+    """Forget cached backends and the auto choice (tests change the settings)."""
     global _auto_choice
     with _lock:
         _instances.clear()

@@ -14,9 +14,7 @@ from pydantic import ValidationError
 from tools_app import selectors
 from tools_app.errors import PolicyDenied, ToolError
 from tools_app.events import toolcall_publish
-from tools_app.imported import imported_sync
 from tools_app.models import ToolCall
-from tools_app.registry import get_tool
 from tools_app.runtime import BindContext
 from tools_app.services.audit import audit_approval, audit_call
 from tools_app.services.binding import format_validation_error, toolcall_dispatch
@@ -30,8 +28,7 @@ class ApprovalError(ToolError):
 
 
 def _revalidate(call: ToolCall, arguments: dict[str, Any]) -> dict[str, Any]:
-    imported_sync()
-    tool = get_tool(call.tool)
+    tool = selectors.tool_named(call.tool)
     if tool is None:
         raise ApprovalError(f"tool {call.tool!r} no longer exists")
     try:

@@ -23,7 +23,6 @@ from pydantic import ValidationError
 from infra.celery_app import app as celery_app
 from tools_app import selectors
 from tools_app.errors import PolicyDenied, ToolError
-from tools_app.imported import imported_sync
 from tools_app.models import ToolCall
 from tools_app.registry import GROUPS, TOOLS, BaseTool, GroupSettings, get_tool, is_latent
 from tools_app.runtime import BindContext, scope_narrow
@@ -113,8 +112,8 @@ def _has_nul(value: Any) -> bool:
 
 
 def _valid_text(request: CallRequest, value: dict[str, Any]) -> dict[str, Any]:
-    # JSON may spell lone surrogates ("\udcc0") or NUL ("\u0000"); no database stores them
-    # as text (PostgreSQL refuses NUL in text and jsonb).
+    # JSON may spell lone surrogates ("\udcc0"); no database stores them as text. (NUL, which
+    # PostgreSQL refuses in text and jsonb, is checked after policy.)
     try:
         json.dumps(value, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
@@ -123,12 +122,6 @@ def _valid_text(request: CallRequest, value: dict[str, Any]) -> dict[str, Any]:
             f"arguments for {request.tool} contain text that is not valid Unicode "
             "(a lone surrogate such as \\udcc0)",
         ) from None
-    if _has_nul(value):
-        raise _Refused(
-            ToolCall.Status.FAILED,
-            f"arguments for {request.tool} contain a NUL character (\\u0000), which no text "
-            "field can hold",
-        )
     return value
 
 
@@ -137,11 +130,8 @@ def _lookup(
     allowed_tools: set[str] | None,
     unavailable: Mapping[str, str] | None = None,
 ) -> tuple[type[BaseTool], selectors.ToolState]:
-    imported_sync()
+    config = selectors.config_snapshot()  # imported tools as its token has them
     tool = get_tool(request.tool)
-    if tool is None:  # perhaps imported a moment ago by another process
-        imported_sync(force=True)
-        tool = get_tool(request.tool)
     if tool is None:
         offered = sorted(TOOLS if allowed_tools is None else allowed_tools & set(TOOLS))
         raise _Refused(
@@ -155,7 +145,7 @@ def _lookup(
             f"tool {tool.tool_name!r} is not available to this agent",
             verdict="denied",
         )
-    state = selectors.tool_state(tool)
+    state = selectors.tool_state(tool, config)
     if state.disabled_reason:
         raise _Refused(ToolCall.Status.DENIED, state.disabled_reason, verdict="denied")
     return tool, state
@@ -311,6 +301,13 @@ def toolcall_check(
             ) from None
         except ToolError as exc:
             raise _Refused(ToolCall.Status.FAILED, exc.message) from None
+        # Checked after policy, whose words say more (a path with NUL is refused there).
+        if _has_nul(call.arguments):
+            raise _Refused(
+                ToolCall.Status.FAILED,
+                f"arguments for {tool.tool_name} contain a NUL character (\\u0000), which no "
+                "text field can hold",
+            )
     except _Refused as refused:
         _refuse(call, refused)
         return CheckedCall(call)
@@ -368,7 +365,20 @@ def _crashed(tool: str) -> str:
     )
 
 
+def _without_nul(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {_without_nul(k): _without_nul(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_nul(v) for v in value]
+    return value
+
+
 def _refuse(call: ToolCall, refused: _Refused) -> None:
+    # A refused call is stored with its arguments; NUL is the one character no database
+    # stores as text, so it is shown as U+FFFD.
+    call.arguments = _without_nul(call.arguments)
     call.status = refused.status
     call.latent = False
     call.error = refused.error

@@ -24,10 +24,8 @@ from django.utils import timezone
 from tools_app import selectors
 from tools_app.errors import PolicyDenied, ToolCancelled, ToolError, ToolTimeout
 from tools_app.events import toolcall_publish
-from tools_app.imported import imported_sync
 from tools_app.models import AuditRecord, ToolCall
 from tools_app.registry import (
-    GROUPS,
     activity_name,
     get_tool,
     latent_executor,
@@ -85,12 +83,9 @@ def toolcall_execute(*, tool_call_id: int) -> None:
         return
     call, audit_open = claimed
 
-    imported_sync()
-    tool = get_tool(call.tool)
-    if tool is None or call.group not in GROUPS:  # imported a moment ago elsewhere
-        imported_sync(force=True)
-        tool = get_tool(call.tool)
+    # Imported tools (MCP, OpenAPI) are registered as the configuration's token has them.
     config = selectors.config_snapshot()
+    tool = get_tool(call.tool)
     settings = config.settings(_settings_group(call))
     own_timeout = config.function(call.tool).timeout_seconds
     timeout = float(own_timeout or settings.timeout_seconds)

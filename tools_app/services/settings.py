@@ -16,7 +16,7 @@ from pydantic import SecretStr
 
 from tools_app import selectors
 from tools_app.models import ToolFunctionConfig, ToolGroupConfig
-from tools_app.registry import GROUPS, TOOLS, GroupSettings, secret_fields
+from tools_app.registry import BaseTool, GroupSettings, ToolGroup, secret_fields
 from tools_app.services.audit import audit_settings_change
 
 # The per-function switches an admin may flip, and what the audit log calls them.
@@ -27,10 +27,18 @@ class SettingsError(ValueError):
     """Unknown group, function or switch (the page offered something that does not exist)."""
 
 
-def _group(name: str) -> str:
-    if name not in GROUPS:
+def _group(name: str) -> ToolGroup:
+    found = selectors.group_named(name)
+    if found is None:
         raise SettingsError(f"unknown tool group {name!r}")
-    return name
+    return found
+
+
+def _tool(name: str) -> type[BaseTool]:
+    found = selectors.tool_named(name)
+    if found is None:
+        raise SettingsError(f"unknown tool {name!r}")
+    return found
 
 
 def group_settings_save(
@@ -47,7 +55,7 @@ def group_settings_save(
     stored encrypted in ``ToolGroupConfig.secrets``, never in ``settings``, and the audit log
     records only that they changed.
     """
-    model = GROUPS[_group(group)].settings_model
+    model = _group(group).settings_model
     secret_names = set(secret_fields(model))
     validated = model.model_validate(values)
     after = validated.model_dump(mode="json", exclude=secret_names)
@@ -94,8 +102,9 @@ def _merged_secrets(
 
 
 def group_enabled_set(*, user: Any, group: str, enabled: bool) -> ToolGroupConfig:
+    name = _group(group).name
     with transaction.atomic():
-        config, _ = ToolGroupConfig.objects.select_for_update().get_or_create(name=_group(group))
+        config, _ = ToolGroupConfig.objects.select_for_update().get_or_create(name=name)
         if config.enabled != enabled:
             before = {"enabled": config.enabled}
             config.enabled = enabled
@@ -107,8 +116,7 @@ def group_enabled_set(*, user: Any, group: str, enabled: bool) -> ToolGroupConfi
 
 def function_switch_set(*, user: Any, tool: str, switch: str, value: bool) -> ToolFunctionConfig:
     """Set one per-function switch (enabled, requires approval, ask why)."""
-    if tool not in TOOLS:
-        raise SettingsError(f"unknown tool {tool!r}")
+    found = _tool(tool)
     if switch not in FUNCTION_SWITCHES:
         raise SettingsError(f"unknown switch {switch!r}")
     with transaction.atomic():
@@ -119,7 +127,7 @@ def function_switch_set(*, user: Any, tool: str, switch: str, value: bool) -> To
             config.save(update_fields=[switch, "updated_at"])
             audit_settings_change(
                 user=user,
-                group=TOOLS[tool].tool_group,
+                group=found.tool_group,
                 tool=tool,
                 before={switch: current},
                 after={switch: value},
@@ -131,8 +139,7 @@ def function_limits_set(
     *, user: Any, tool: str, timeout_seconds: int | None, calls_per_minute: int | None
 ) -> ToolFunctionConfig:
     """A function's own timeout and calls-per-minute (None: the group's setting applies)."""
-    if tool not in TOOLS:
-        raise SettingsError(f"unknown tool {tool!r}")
+    found = _tool(tool)
     with transaction.atomic():
         config, _ = ToolFunctionConfig.objects.select_for_update().get_or_create(name=tool)
         before = {
@@ -145,6 +152,6 @@ def function_limits_set(
             config.calls_per_minute = calls_per_minute
             config.save(update_fields=["timeout_seconds", "calls_per_minute", "updated_at"])
             audit_settings_change(
-                user=user, group=TOOLS[tool].tool_group, tool=tool, before=before, after=after
+                user=user, group=found.tool_group, tool=tool, before=before, after=after
             )
     return config

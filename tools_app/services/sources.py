@@ -1,9 +1,11 @@
 """Writes for imported tool sources (MCP servers, OpenAPI documents) and their credentials.
 
 A source is created with its group's settings and an audit record in one transaction; its
-``revision`` is bumped whenever its functions or its connection change, which makes every
-process register it again (tools_app.imported). Secrets are kept in ``ToolSource.secrets``
-(encrypted at rest) and appear nowhere else: not in settings, the audit log or a page.
+``revision`` is bumped whenever its functions or its connection change. Each of these writes
+moves the tool configuration's token, which makes every process, this one included, register
+the source again on its next configuration read (tools_app.imported, tools_app.selectors).
+Secrets are kept in ``ToolSource.secrets`` (encrypted at rest) and appear nowhere else: not in
+settings, the audit log or a page.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from tools_app.imported import assign_names, imported_sync
+from tools_app import selectors
+from tools_app.imported import assign_names
 from tools_app.models import ToolFunctionConfig, ToolGroupConfig, ToolSource
 from tools_app.registry import GROUPS
 from tools_app.services.audit import audit_settings_change
@@ -85,9 +88,11 @@ def functions_with_names(
 ) -> list[dict[str, Any]]:
     """Give each function our tool name (remote name, or prefixed on a clash)."""
     previous = {f.get("remote", f["name"]): f["name"] for f in source.functions or []}
-    imported_sync()
     names = assign_names(
-        source.name, [f.get("remote") or f["name"] for f in functions], previous=previous
+        source.name,
+        [f.get("remote") or f["name"] for f in functions],
+        previous=previous,
+        tools=selectors.registered_tools(),
     )
     return [{**f, "name": names[f.get("remote") or f["name"]]} for f in functions]
 
@@ -103,7 +108,6 @@ def source_functions_set(source: ToolSource, functions: list[dict[str, Any]]) ->
         functions=named, refreshed_at=now, revision=F("revision") + 1
     )
     source.refresh_from_db()
-    imported_sync(force=True)
     return True
 
 
@@ -152,7 +156,6 @@ def source_create(
             before={},
             after={"source": f"{kind}:{name}", **_shown_config(config), **settings},
         )
-    imported_sync(force=True)
     return source
 
 
@@ -175,7 +178,6 @@ def source_connection_set(
         audit_settings_change(
             user=user, group=source.group_name, before=before, after=_shown_config(config)
         )
-    imported_sync(force=True)
     return source
 
 
@@ -191,7 +193,6 @@ def source_delete(source: ToolSource, *, user: Any) -> None:
         ToolGroupConfig.objects.filter(name=source.group_name).delete()
         ToolFunctionConfig.objects.filter(name__in=names).delete()
         source.delete()
-    imported_sync(force=True)
 
 
 def host_of(url: str) -> str:

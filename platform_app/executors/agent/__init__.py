@@ -3,4 +3,4 @@ clarification, final_answer and create_report. They structure a turn rather than
 world: the plan is kept on the turn, clarification pauses the turn for the person's answer,
 final_answer ends it, and create_report writes one Markdown file into the conversation's
 ``reports/`` folder (nothing else on disk). The turn-level behaviour (what is offered when,
-the pause, the end) lives in ``chat_app.services.sgr``."""
+the pause, the end) lives in ``chat_app.agent_kinds``."""

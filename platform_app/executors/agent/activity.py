@@ -1,11 +1,11 @@
 """The Agent tools' activities. They run in the worker like any tool (audit, card, Test
-button); what they mean for the turn is ``chat_app.services.sgr``'s part (imported inside
-the functions: tools_app does not import chat_app at module level)."""
+button); what they mean for the turn is ``chat_app.agent_kinds``' part."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from chat_app.agent_kinds import budget_for_call, plan_apply
 from platform_app import reports
 from platform_app.executors.agent.settings import AgentToolSettings
 from platform_app.executors.agent.tools import (
@@ -22,36 +22,30 @@ from tools_app.registry import activity
 from tools_app.runtime import ActivityContext
 
 
-def _budget(ctx: ActivityContext) -> dict[str, Any]:
-    from chat_app.services.sgr import budget_for_call
-
+def _budget(ctx: ActivityContext[AgentToolSettings]) -> dict[str, Any]:
     budget = budget_for_call(ctx.call_id)
     return {"budget": budget} if budget else {}
 
 
 @activity("reasoning")
-def reasoning(args: Reasoning, ctx: ActivityContext) -> dict[str, Any]:
+def reasoning(args: Reasoning, ctx: ActivityContext[AgentToolSettings]) -> dict[str, Any]:
     return {**args.model_dump(mode="json"), **_budget(ctx)}
 
 
 @activity("generate_plan")
-def generate_plan(args: GeneratePlan, ctx: ActivityContext) -> dict[str, Any]:
-    from chat_app.services.sgr import plan_apply
-
+def generate_plan(args: GeneratePlan, ctx: ActivityContext[AgentToolSettings]) -> dict[str, Any]:
     plan = plan_apply(call_id=ctx.call_id, tool="generate_plan", args=args.model_dump())
     return {"plan": plan, **_budget(ctx)}
 
 
 @activity("adapt_plan")
-def adapt_plan(args: AdaptPlan, ctx: ActivityContext) -> dict[str, Any]:
-    from chat_app.services.sgr import plan_apply
-
+def adapt_plan(args: AdaptPlan, ctx: ActivityContext[AgentToolSettings]) -> dict[str, Any]:
     plan = plan_apply(call_id=ctx.call_id, tool="adapt_plan", args=args.model_dump())
     return {"plan": plan, "changes": args.changes, **_budget(ctx)}
 
 
 @activity("clarification")
-def clarification(args: Clarification, ctx: ActivityContext) -> dict[str, Any]:
+def clarification(args: Clarification, ctx: ActivityContext[AgentToolSettings]) -> dict[str, Any]:
     # In a chat turn the loop holds this call for the person's answer and it never runs;
     # here it was called outside a turn (Test button, API, MCP): nobody can answer.
     raise ToolError(
@@ -61,7 +55,7 @@ def clarification(args: Clarification, ctx: ActivityContext) -> dict[str, Any]:
 
 
 @activity("final_answer")
-def final_answer(args: FinalAnswer, ctx: ActivityContext) -> dict[str, Any]:
+def final_answer(args: FinalAnswer, ctx: ActivityContext[AgentToolSettings]) -> dict[str, Any]:
     return {
         "status": args.status,
         "answer": args.answer,
@@ -71,8 +65,8 @@ def final_answer(args: FinalAnswer, ctx: ActivityContext) -> dict[str, Any]:
 
 
 @activity("create_report")
-def create_report(args: CreateReport, ctx: ActivityContext) -> dict[str, Any]:
-    settings: AgentToolSettings = ctx.settings  # type: ignore[assignment]
+def create_report(args: CreateReport, ctx: ActivityContext[AgentToolSettings]) -> dict[str, Any]:
+    settings = ctx.settings
     try:
         report = reports.report_write(
             workspace=ctx.workspace_dir,

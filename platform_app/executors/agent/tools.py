@@ -18,7 +18,7 @@ Step = Annotated[str, Field(min_length=1, max_length=300)]
 Short = Annotated[str, Field(min_length=1, max_length=200)]
 
 
-class Reasoning(BaseTool, group="agent"):
+class Reasoning(BaseTool[AgentToolSettings], group="agent"):
     """Think before you act: where the task stands and what to do next. In an sgr agent you
     call this first in every round; it changes nothing in the world."""
 
@@ -48,7 +48,7 @@ class Reasoning(BaseTool, group="agent"):
     task_completed: bool = Field(description="Whether the task is done.", examples=[False])
 
 
-class GeneratePlan(BaseTool, group="agent"):
+class GeneratePlan(BaseTool[AgentToolSettings], group="agent"):
     """Make a plan for the task: its goal and ordered steps. It is shown to the user as a
     checklist that follows your progress (update it with adapt_plan)."""
 
@@ -66,7 +66,7 @@ class GeneratePlan(BaseTool, group="agent"):
     )
 
 
-class AdaptPlan(BaseTool, group="agent"):
+class AdaptPlan(BaseTool[AgentToolSettings], group="agent"):
     """Change the plan: say what changed and why, give the updated ordered steps and which
     of them are done (the user's checklist follows)."""
 
@@ -97,7 +97,7 @@ class AdaptPlan(BaseTool, group="agent"):
     )
 
 
-class Clarification(BaseTool, group="agent"):
+class Clarification(BaseTool[AgentToolSettings], group="agent"):
     """Ask the user before you go on, when the request is ambiguous. The turn pauses until
     the user answers; the answer comes back as this call's result. Use it sparingly."""
 
@@ -123,7 +123,7 @@ class Clarification(BaseTool, group="agent"):
     )
 
 
-class FinalAnswer(BaseTool, group="agent"):
+class FinalAnswer(BaseTool[AgentToolSettings], group="agent"):
     """Finish the task: the answer is shown to the user as your final message and the turn
     ends with the status you give ("completed", or "failed" when you could not do it)."""
 
@@ -146,7 +146,7 @@ class FinalAnswer(BaseTool, group="agent"):
     )
 
 
-class CreateReport(BaseTool, group="agent"):
+class CreateReport(BaseTool[AgentToolSettings], group="agent"):
     """Write a report as a Markdown file in this conversation's reports folder, with
     citations [1] [2] that refer to a numbered list of sources at its end. The user can
     download it from the card."""
@@ -173,7 +173,7 @@ class CreateReport(BaseTool, group="agent"):
         description="How sure you are.", examples=["medium"]
     )
 
-    def check_policy(self, settings: AgentToolSettings, ctx: BindContext) -> None:  # type: ignore[override]
+    def check_policy(self, settings: AgentToolSettings, ctx: BindContext) -> None:
         size = len(self.content.encode("utf-8", "surrogatepass"))
         if size > settings.max_report_bytes:
             raise PolicyDenied(

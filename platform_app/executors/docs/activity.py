@@ -22,8 +22,8 @@ def _run(fn: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 @activity("docs_list")
-def docs_list(args: DocsList, ctx: ActivityContext) -> dict[str, Any]:
-    settings: DocsSettings = ctx.settings  # type: ignore[assignment]
+def docs_list(args: DocsList, ctx: ActivityContext[DocsSettings]) -> dict[str, Any]:
+    settings = ctx.settings
     files = _run(
         docs.docs_list,
         docs_roots(settings),
@@ -35,8 +35,8 @@ def docs_list(args: DocsList, ctx: ActivityContext) -> dict[str, Any]:
 
 
 @activity("docs_search")
-def docs_search(args: DocsSearch, ctx: ActivityContext) -> dict[str, Any]:
-    settings: DocsSettings = ctx.settings  # type: ignore[assignment]
+def docs_search(args: DocsSearch, ctx: ActivityContext[DocsSettings]) -> dict[str, Any]:
+    settings = ctx.settings
     results = _run(
         docs.docs_search,
         docs_roots(settings),
@@ -50,8 +50,8 @@ def docs_search(args: DocsSearch, ctx: ActivityContext) -> dict[str, Any]:
 
 
 @activity("docs_read")
-def docs_read(args: DocsRead, ctx: ActivityContext) -> dict[str, Any]:
-    settings: DocsSettings = ctx.settings  # type: ignore[assignment]
+def docs_read(args: DocsRead, ctx: ActivityContext[DocsSettings]) -> dict[str, Any]:
+    settings = ctx.settings
     out: dict[str, Any] = _run(
         docs.docs_read, docs_roots(settings), args.path, max_bytes=settings.max_read_bytes
     )

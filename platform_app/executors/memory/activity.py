@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from platform_app.executors.memory.settings import MemorySettings
 from platform_app.executors.memory.tools import (
     MemoryCoreDelete,
     MemoryCoreGet,
@@ -17,13 +18,13 @@ from tools_app.registry import activity
 from tools_app.runtime import ActivityContext
 
 
-def _user(ctx: ActivityContext) -> int:
+def _user(ctx: ActivityContext[MemorySettings]) -> int:
     assert ctx.user_id is not None  # check_policy refused calls without one
     return ctx.user_id
 
 
 @activity("memory_save")
-def memory_save(args: MemorySave, ctx: ActivityContext) -> dict[str, Any]:
+def memory_save(args: MemorySave, ctx: ActivityContext[MemorySettings]) -> dict[str, Any]:
     out = services.memory_save(
         user_id=_user(ctx), content=args.content, source=args.source, settings=ctx.settings
     )
@@ -32,7 +33,7 @@ def memory_save(args: MemorySave, ctx: ActivityContext) -> dict[str, Any]:
 
 
 @activity("memory_search")
-def memory_search(args: MemorySearch, ctx: ActivityContext) -> dict[str, Any]:
+def memory_search(args: MemorySearch, ctx: ActivityContext[MemorySettings]) -> dict[str, Any]:
     out = services.memory_search(
         user_id=_user(ctx), query=args.query, top_k=args.top_k, settings=ctx.settings
     )
@@ -41,12 +42,14 @@ def memory_search(args: MemorySearch, ctx: ActivityContext) -> dict[str, Any]:
 
 
 @activity("memory_core_get")
-def memory_core_get(args: MemoryCoreGet, ctx: ActivityContext) -> dict[str, Any]:
+def memory_core_get(args: MemoryCoreGet, ctx: ActivityContext[MemorySettings]) -> dict[str, Any]:
     return services.memory_core_get(user_id=_user(ctx), settings=ctx.settings)
 
 
 @activity("memory_core_update")
-def memory_core_update(args: MemoryCoreUpdate, ctx: ActivityContext) -> dict[str, Any]:
+def memory_core_update(
+    args: MemoryCoreUpdate, ctx: ActivityContext[MemorySettings]
+) -> dict[str, Any]:
     return services.memory_core_update(
         user_id=_user(ctx),
         section=args.section,
@@ -57,5 +60,7 @@ def memory_core_update(args: MemoryCoreUpdate, ctx: ActivityContext) -> dict[str
 
 
 @activity("memory_core_delete")
-def memory_core_delete(args: MemoryCoreDelete, ctx: ActivityContext) -> dict[str, Any]:
+def memory_core_delete(
+    args: MemoryCoreDelete, ctx: ActivityContext[MemorySettings]
+) -> dict[str, Any]:
     return services.memory_core_delete(user_id=_user(ctx), section=args.section, key=args.key)

@@ -15,7 +15,7 @@ def _needs_user(ctx: BindContext) -> None:
         raise PolicyDenied("memory belongs to a user; this call has none")
 
 
-class MemorySave(BaseTool, group="memory"):
+class MemorySave(BaseTool[MemorySettings], group="memory"):
     """Remember a fact or a text in the user's archival memory (kept across conversations).
     Long text is split into chunks and indexed for memory_search."""
 
@@ -30,32 +30,32 @@ class MemorySave(BaseTool, group="memory"):
         description="Where the fact comes from, e.g. manual, a URL or a file name.",
     )
 
-    def check_policy(self, settings: MemorySettings, ctx: BindContext) -> None:  # type: ignore[override]
+    def check_policy(self, settings: MemorySettings, ctx: BindContext) -> None:
         _needs_user(ctx)
 
 
-class MemorySearch(BaseTool, group="memory"):
+class MemorySearch(BaseTool[MemorySettings], group="memory"):
     """Search the user's archival memory (hybrid: full-text and, when an embedder is
     configured, semantic similarity). Returns chunks with their source and date."""
 
     query: str = Field(min_length=1, description="What to look for.", examples=["staging server"])
     top_k: int = Field(10, ge=1, le=500, description="How many results at most.")
 
-    def check_policy(self, settings: MemorySettings, ctx: BindContext) -> None:  # type: ignore[override]
+    def check_policy(self, settings: MemorySettings, ctx: BindContext) -> None:
         _needs_user(ctx)
         if self.top_k > settings.max_top_k:
             raise PolicyDenied(f"top_k is at most {settings.max_top_k}")
 
 
-class MemoryCoreGet(BaseTool, group="memory"):
+class MemoryCoreGet(BaseTool[MemorySettings], group="memory"):
     """Show the user's core memory: the small set of facts that is always in your prompt,
     in two sections, user and agent."""
 
-    def check_policy(self, settings: MemorySettings, ctx: BindContext) -> None:  # type: ignore[override]
+    def check_policy(self, settings: MemorySettings, ctx: BindContext) -> None:
         _needs_user(ctx)
 
 
-class MemoryCoreUpdate(BaseTool, group="memory"):
+class MemoryCoreUpdate(BaseTool[MemorySettings], group="memory"):
     """Set one fact of core memory (always in your prompt; keep it short). section "user":
     about the user (name, preferences); "agent": about yourself (persona, standing
     instructions). An existing key is overwritten."""
@@ -66,11 +66,11 @@ class MemoryCoreUpdate(BaseTool, group="memory"):
     )
     value: str = Field(description="The fact.", examples=["Alice"])
 
-    def check_policy(self, settings: MemorySettings, ctx: BindContext) -> None:  # type: ignore[override]
+    def check_policy(self, settings: MemorySettings, ctx: BindContext) -> None:
         _needs_user(ctx)
 
 
-class MemoryCoreDelete(BaseTool, group="memory"):
+class MemoryCoreDelete(BaseTool[MemorySettings], group="memory"):
     """Delete one fact of core memory. Deleting a key that does not exist is an error."""
 
     section: Literal["user", "agent"] = Field(description="Which section.", examples=["user"])
@@ -78,5 +78,5 @@ class MemoryCoreDelete(BaseTool, group="memory"):
         min_length=1, max_length=100, description="The key to delete.", examples=["name"]
     )
 
-    def check_policy(self, settings: MemorySettings, ctx: BindContext) -> None:  # type: ignore[override]
+    def check_policy(self, settings: MemorySettings, ctx: BindContext) -> None:
         _needs_user(ctx)

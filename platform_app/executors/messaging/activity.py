@@ -13,8 +13,8 @@ from tools_app.runtime import ActivityContext
 
 
 @activity("send_message")
-def send_message(args: SendMessage, ctx: ActivityContext) -> dict[str, Any]:
-    settings: MessagingSettings = ctx.settings  # type: ignore[assignment]
+def send_message(args: SendMessage, ctx: ActivityContext[MessagingSettings]) -> dict[str, Any]:
+    settings = ctx.settings
     if args.channel == "conversation":
         if not settings.conversation_channel or ctx.user_id is None:
             raise PolicyDenied("the conversation channel is switched off")

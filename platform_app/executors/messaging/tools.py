@@ -11,7 +11,7 @@ from tools_app.registry import BaseTool
 from tools_app.runtime import BindContext
 
 
-class SendMessage(BaseTool, group="messaging"):
+class SendMessage(BaseTool[MessagingSettings], group="messaging"):
     """Send a message. channel "conversation": post it into another of the user's
     conversations (chat_id = that conversation's id). channel "webhook": send it to a target
     an admin configured (chat_id = the target's name)."""
@@ -27,7 +27,7 @@ class SendMessage(BaseTool, group="messaging"):
     )
     text: str = Field(min_length=1, description="The message (Markdown).", examples=["Done!"])
 
-    def check_policy(self, settings: MessagingSettings, ctx: BindContext) -> None:  # type: ignore[override]
+    def check_policy(self, settings: MessagingSettings, ctx: BindContext) -> None:
         if len(self.text) > settings.max_text_chars:
             raise PolicyDenied(
                 f"the text is {len(self.text):,} characters; "

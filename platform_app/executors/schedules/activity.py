@@ -17,7 +17,7 @@ from tools_app.registry import activity
 from tools_app.runtime import ActivityContext, BindContext
 
 
-def _user(ctx: ActivityContext) -> int:
+def _user(ctx: ActivityContext[SchedulesSettings]) -> int:
     return needs_user(BindContext(user_id=ctx.user_id, conversation_id=None, source="activity"))
 
 
@@ -32,8 +32,8 @@ def _agent_of(conversation_id: int | None) -> int | None:
 
 
 @activity("schedule_add")
-def schedule_add(args: ScheduleAdd, ctx: ActivityContext) -> dict[str, Any]:
-    settings: SchedulesSettings = ctx.settings  # type: ignore[assignment]
+def schedule_add(args: ScheduleAdd, ctx: ActivityContext[SchedulesSettings]) -> dict[str, Any]:
+    settings = ctx.settings
     user_id = _user(ctx)
     check_model(
         args.model, settings.allowed_models, conversation_id=args.inject_into or ctx.conversation_id
@@ -59,14 +59,16 @@ def schedule_add(args: ScheduleAdd, ctx: ActivityContext) -> dict[str, Any]:
 
 
 @activity("schedule_list")
-def schedule_list(args: ScheduleList, ctx: ActivityContext) -> dict[str, Any]:
+def schedule_list(args: ScheduleList, ctx: ActivityContext[SchedulesSettings]) -> dict[str, Any]:
     rows = [schedules.schedule_describe(s) for s in schedules.schedules_for(_user(ctx))]
     ctx.emit_output(f"{len(rows)} schedule(s)\n")
     return {"count": len(rows), "schedules": rows}
 
 
 @activity("schedule_remove")
-def schedule_remove(args: ScheduleRemove, ctx: ActivityContext) -> dict[str, Any]:
+def schedule_remove(
+    args: ScheduleRemove, ctx: ActivityContext[SchedulesSettings]
+) -> dict[str, Any]:
     removed = schedules.schedule_remove(user_id=_user(ctx), name=args.name)
     ctx.emit_output(f"removed {args.name!r}\n")
     return {"removed": True, "schedule": removed}

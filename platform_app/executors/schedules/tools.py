@@ -38,7 +38,7 @@ def check_model(model: str | None, allowed: list[str], *, conversation_id: int |
         )
 
 
-class ScheduleAdd(BaseTool, group="schedules"):
+class ScheduleAdd(BaseTool[SchedulesSettings], group="schedules"):
     """Schedule a recurring task. At each time the cron expression names, `message` is sent
     to the agent as the user (with this conversation's agent and tools), and the answer is
     posted into the conversation `inject_into` (an id of one of the user's conversations) or,
@@ -79,7 +79,7 @@ class ScheduleAdd(BaseTool, group="schedules"):
         except CronInvalid as exc:
             raise ValueError(str(exc)) from exc
 
-    def check_policy(self, settings: SchedulesSettings, ctx: BindContext) -> None:  # type: ignore[override]
+    def check_policy(self, settings: SchedulesSettings, ctx: BindContext) -> None:
         user_id = needs_user(ctx)
         if len(self.message) > settings.max_message_chars:
             raise PolicyDenied(
@@ -102,15 +102,15 @@ class ScheduleAdd(BaseTool, group="schedules"):
         quota_check(user_id=user_id, limit=settings.max_per_user)
 
 
-class ScheduleList(BaseTool, group="schedules"):
+class ScheduleList(BaseTool[SchedulesSettings], group="schedules"):
     """List the user's schedules: name, cron expression (and in words), message, target
     conversation, next and last run."""
 
-    def check_policy(self, settings: SchedulesSettings, ctx: BindContext) -> None:  # type: ignore[override]
+    def check_policy(self, settings: SchedulesSettings, ctx: BindContext) -> None:
         needs_user(ctx)
 
 
-class ScheduleRemove(BaseTool, group="schedules"):
+class ScheduleRemove(BaseTool[SchedulesSettings], group="schedules"):
     """Remove one of the user's schedules by name; it will not fire again."""
 
     name: str = Field(
@@ -120,5 +120,5 @@ class ScheduleRemove(BaseTool, group="schedules"):
         examples=["morning-briefing"],
     )
 
-    def check_policy(self, settings: SchedulesSettings, ctx: BindContext) -> None:  # type: ignore[override]
+    def check_policy(self, settings: SchedulesSettings, ctx: BindContext) -> None:
         needs_user(ctx)

@@ -14,8 +14,8 @@ from tools_app.runtime import ActivityContext
 
 
 @activity("skill_list")
-def skill_list(args: SkillList, ctx: ActivityContext) -> dict[str, Any]:
-    settings: SkillsSettings = ctx.settings  # type: ignore[assignment]
+def skill_list(args: SkillList, ctx: ActivityContext[SkillsSettings]) -> dict[str, Any]:
+    settings = ctx.settings
     catalogue = skills_catalogue(settings, ctx.workspace_dir)
     skills = [skill_summary(s, catalogue) for s in catalogue.skills.values()]
     ctx.emit_output(f"{len(skills)} skill(s)\n")
@@ -26,8 +26,8 @@ def skill_list(args: SkillList, ctx: ActivityContext) -> dict[str, Any]:
 
 
 @activity("skill_load")
-def skill_load(args: SkillLoad, ctx: ActivityContext) -> dict[str, Any]:
-    settings: SkillsSettings = ctx.settings  # type: ignore[assignment]
+def skill_load(args: SkillLoad, ctx: ActivityContext[SkillsSettings]) -> dict[str, Any]:
+    settings = ctx.settings
     catalogue = skills_catalogue(settings, ctx.workspace_dir)
     try:
         skill = skill_get(catalogue, args.name)

@@ -2,14 +2,15 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from platform_app.executors.skills.settings import SkillsSettings
 from tools_app.registry import BaseTool
 
 
-class SkillList(BaseTool, group="skills"):
+class SkillList(BaseTool[SkillsSettings], group="skills"):
     """List the available skills (name, description, where each comes from)."""
 
 
-class SkillLoad(BaseTool, group="skills"):
+class SkillLoad(BaseTool[SkillsSettings], group="skills"):
     """Load the full instructions of a skill by name, before doing the task it describes."""
 
     name: str = Field(

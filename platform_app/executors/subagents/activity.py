@@ -15,8 +15,8 @@ from tools_app.runtime import ActivityContext
 
 
 @activity("subagent_spawn")
-def subagent_spawn(args: SubagentSpawn, ctx: ActivityContext) -> dict[str, Any]:
-    settings: SubagentsSettings = ctx.settings  # type: ignore[assignment]
+def subagent_spawn(args: SubagentSpawn, ctx: ActivityContext[SubagentsSettings]) -> dict[str, Any]:
+    settings = ctx.settings
     if ctx.user_id is None:
         raise PolicyDenied("subagents belong to a user; this call has none")
     check_model(args.model, settings.allowed_models, conversation_id=ctx.conversation_id)

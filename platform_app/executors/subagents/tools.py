@@ -11,7 +11,7 @@ from tools_app.registry import BaseTool
 from tools_app.runtime import BindContext
 
 
-class SubagentSpawn(BaseTool, group="subagents"):
+class SubagentSpawn(BaseTool[SubagentsSettings], group="subagents"):
     """Hand a task to a helper agent. It runs on its own, in a new conversation, with this
     conversation's agent and tools; this call returns at once ("started"). When the helper
     finishes, its answer is posted into this conversation (or `inject_into`) as a message
@@ -38,7 +38,7 @@ class SubagentSpawn(BaseTool, group="subagents"):
         description="The conversation id the answer goes to; null: this conversation.",
     )
 
-    def check_policy(self, settings: SubagentsSettings, ctx: BindContext) -> None:  # type: ignore[override]
+    def check_policy(self, settings: SubagentsSettings, ctx: BindContext) -> None:
         if ctx.user_id is None:
             raise PolicyDenied("subagents belong to a user; this call has none")
         if len(self.message) > settings.max_message_chars:

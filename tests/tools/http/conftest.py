@@ -8,120 +8,65 @@ import functools
 import gzip
 import json
 import socket
-import socketserver
 import ssl
-import threading
 import time
 import zlib
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlsplit
+from collections.abc import Iterator
 
 import pytest
 
+from tests.httpserver import Hit, HttpServer, Response, Routes
+from tests.httpserver import serving as shared_serving
 from tools_app.errors import ToolError
 
 DRIP_LIMIT_SECONDS = 20  # a dripping response stops by itself even if the client never leaves
 
 
-@dataclass
-class Hit:
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: bytes
+TEXT = [("Content-Type", "text/plain; charset=utf-8")]
+JSON = [("Content-Type", "application/json")]
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: RecordingServer
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-    def _any(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length else b""
-        hit = Hit(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
-        self.server.record(hit)
-        route = ROUTES.get(urlsplit(self.path).path, _not_found)
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            route(self, hit)
-
-    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _any
-
-    def reply(
-        self,
-        status: int,
-        body: bytes = b"",
-        content_type: str = "text/plain; charset=utf-8",
-        headers: list[tuple[str, str]] | None = None,
-    ) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Connection", "close")
-        for name, value in headers or []:
-            self.send_header(name, value)
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
-        self.close_connection = True
+def _hello(hit: Hit) -> Response:
+    return 200, [], b"hello"
 
 
-def _query(hit: Hit) -> dict[str, str]:
-    return {k: v[0] for k, v in parse_qs(urlsplit(hit.path).query).items()}
-
-
-def _not_found(h: _Handler, hit: Hit) -> None:
-    h.reply(404, b"not found")
-
-
-def _hello(h: _Handler, hit: Hit) -> None:
-    h.reply(200, b"hello")
-
-
-def _echo(h: _Handler, hit: Hit) -> None:
+def _echo(hit: Hit) -> Response:
     data = {
         "method": hit.method,
-        "path": hit.path,
+        "path": hit.target,
         "headers": hit.headers,
         "body": hit.body.decode("utf-8", "replace"),
     }
-    h.reply(200, json.dumps(data).encode(), "application/json")
+    return 200, JSON, json.dumps(data).encode()
 
 
-def _redirect(h: _Handler, hit: Hit) -> None:
-    q = _query(hit)
-    h.reply(int(q.get("code", "302")), b"", headers=[("Location", q["to"])])
+def _redirect(hit: Hit) -> Response:
+    return int(hit.query.get("code", "302")), [("Location", hit.query["to"])], b""
 
 
-def _loop(h: _Handler, hit: Hit) -> None:
-    h.reply(302, b"", headers=[("Location", "/loop")])
+def _loop(hit: Hit) -> Response:
+    return 302, [("Location", "/loop")], b""
 
 
-def _big(h: _Handler, hit: Hit) -> None:
-    n = int(_query(hit).get("n", "5000"))
-    h.reply(200, (b"abcdefghij" * (n // 10 + 1))[:n])
+def _big(hit: Hit) -> Response:
+    n = int(hit.query.get("n", "5000"))
+    return 200, [], (b"abcdefghij" * (n // 10 + 1))[:n]
 
 
-def _binary(h: _Handler, hit: Hit) -> None:
-    h.reply(200, b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 40, "image/png")
+def _binary(hit: Hit) -> Response:
+    return 200, [("Content-Type", "image/png")], b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 40
 
 
-def _headers(h: _Handler, hit: Hit) -> None:
-    h.reply(
-        200, b"{}", "application/json", [("X-Custom", "abc"), ("X-Multi", "1"), ("X-Multi", "2")]
-    )
+def _headers(hit: Hit) -> Response:
+    return 200, [*JSON, ("X-Custom", "abc"), ("X-Multi", "1"), ("X-Multi", "2")], b"{}"
 
 
-def _gzip(h: _Handler, hit: Hit) -> None:
-    h.reply(200, gzip.compress(b"compressed hello " * 10), headers=[("Content-Encoding", "gzip")])
+def _gzip(hit: Hit) -> Response:
+    return 200, [("Content-Encoding", "gzip")], gzip.compress(b"compressed hello " * 10)
 
 
-def _deflate(h: _Handler, hit: Hit) -> None:
-    h.reply(200, zlib.compress(b"deflated hello"), headers=[("Content-Encoding", "deflate")])
+def _deflate(hit: Hit) -> Response:
+    return 200, [("Content-Encoding", "deflate")], zlib.compress(b"deflated hello")
 
 
 @functools.cache
@@ -130,42 +75,38 @@ def gzip_bomb() -> bytes:
     return gzip.compress(b"\0" * 50_000_000, compresslevel=9)
 
 
-def _bomb(h: _Handler, hit: Hit) -> None:
-    h.reply(200, gzip_bomb(), "text/plain", [("Content-Encoding", "gzip")])
+def _bomb(hit: Hit) -> Response:
+    return 200, [("Content-Type", "text/plain"), ("Content-Encoding", "gzip")], gzip_bomb()
 
 
-def _latin1(h: _Handler, hit: Hit) -> None:
-    h.reply(200, "café".encode("latin-1"), "text/plain; charset=iso-8859-1")
+def _latin1(hit: Hit) -> Response:
+    return 200, [("Content-Type", "text/plain; charset=iso-8859-1")], "café".encode("latin-1")
 
 
-def _not_utf8(h: _Handler, hit: Hit) -> None:
-    h.reply(200, b"\xff\xfe\xfa bad", "text/plain")
+def _not_utf8(hit: Hit) -> Response:
+    return 200, [("Content-Type", "text/plain")], b"\xff\xfe\xfa bad"
 
 
-def _utf8_cut(h: _Handler, hit: Hit) -> None:
-    h.reply(200, "é".encode() * 100, "text/plain; charset=utf-8")
+def _utf8_cut(hit: Hit) -> Response:
+    return 200, TEXT, "é".encode() * 100
 
 
-def _drip(h: _Handler, hit: Hit) -> None:
-    h.send_response(200)
-    h.send_header("Content-Type", "text/plain")
-    h.send_header("Content-Length", "100000")
-    h.end_headers()
-    h.wfile.flush()
-    stop = time.monotonic() + DRIP_LIMIT_SECONDS
-    while time.monotonic() < stop:
-        h.wfile.write(b"x")
-        h.wfile.flush()
-        time.sleep(0.5)
-    h.close_connection = True
+def _drip(hit: Hit) -> Response:
+    def drops() -> Iterator[bytes]:
+        stop = time.monotonic() + DRIP_LIMIT_SECONDS
+        while time.monotonic() < stop:
+            yield b"x"
+            time.sleep(0.5)
+
+    return 200, [("Content-Type", "text/plain"), ("Content-Length", "100000")], drops()
 
 
-def _slow_headers(h: _Handler, hit: Hit) -> None:
+def _slow_headers(hit: Hit) -> Response:
     time.sleep(3)
-    h.reply(200, b"late")
+    return 200, [], b"late"
 
 
-ROUTES: dict[str, Callable[[_Handler, Hit], None]] = {
+ROUTES: Routes = {
     "/hello": _hello,
     "/echo": _echo,
     "/redirect": _redirect,
@@ -184,67 +125,15 @@ ROUTES: dict[str, Callable[[_Handler, Hit], None]] = {
 }
 
 
-class RecordingServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, host: str, tls: ssl.SSLContext | None = None, port: int = 0) -> None:
-        self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self.host = host
-        super().__init__((host, port), _Handler)
-        self.port: int = self.server_address[1]
-        self.hits: list[Hit] = []
-        self._lock = threading.Lock()
-        self._tls = tls
-        self.sni_names: list[str | None] = []
-        if tls is not None:
-            tls.sni_callback = self._remember_sni
-
-    def server_bind(self) -> None:
-        # Skip HTTPServer's reverse lookup of the bind address: slow and pointless here.
-        socketserver.TCPServer.server_bind(self)
-        self.server_name, self.server_port = self.host, self.server_address[1]
-
-    def _remember_sni(self, sock: ssl.SSLObject, name: str | None, ctx: ssl.SSLContext) -> None:
-        self.sni_names.append(name)
-
-    def get_request(self) -> tuple[socket.socket, object]:
-        sock, addr = super().get_request()
-        if self._tls is not None:
-            try:
-                sock.settimeout(5)
-                sock = self._tls.wrap_socket(sock, server_side=True)
-                sock.settimeout(None)
-            except (ssl.SSLError, OSError):
-                sock.close()
-                raise
-        return sock, addr
-
-    def handle_error(self, request: object, client_address: object) -> None:
-        pass  # aborted clients are expected in these tests
-
-    def record(self, hit: Hit) -> None:
-        with self._lock:
-            self.hits.append(hit)
-
+class RecordingServer(HttpServer):
     def url(self, path: str = "/hello") -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        scheme = "https" if self._tls else "http"
-        return f"{scheme}://{host}:{self.port}{path}"
+        return super().url(path)
 
 
-@contextlib.contextmanager
 def serving(
     host: str, tls: ssl.SSLContext | None = None, port: int = 0
-) -> Iterator[RecordingServer]:
-    server = RecordingServer(host, tls, port)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.daemon = True
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
+) -> contextlib.AbstractContextManager[RecordingServer]:
+    return shared_serving(host, ROUTES, tls=tls, port=port, server_class=RecordingServer)
 
 
 def ipv6_loopback_works() -> bool:

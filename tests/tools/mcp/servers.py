@@ -18,7 +18,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import EmbeddedResource, ImageContent, TextContent, TextResourceContents
 
-from tests.tools.openapi.api_app import free_port
+from tests.httpserver import serving_asgi
 
 
 def tiny_png(width: int = 3, height: int = 2) -> bytes:
@@ -107,7 +107,6 @@ def make_server(observed: Observed) -> Any:
 def serve_mcp(
     observed: Observed | None = None, *, sse: bool = False
 ) -> Iterator[tuple[str, Observed]]:
-    import uvicorn
     from starlette.types import ASGIApp, Receive, Scope, Send
 
     observed = observed or Observed()
@@ -124,25 +123,5 @@ def serve_mcp(
 
         return wrapped
 
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(
-            recording(app),
-            host="127.0.0.1",
-            port=port,
-            log_level="warning",
-            timeout_graceful_shutdown=2,
-        )
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 15
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the test MCP server did not start")
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}/{'sse' if sse else 'mcp'}", observed
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with serving_asgi(recording(app), timeout_graceful_shutdown=2) as url:
+        yield f"{url}/{'sse' if sse else 'mcp'}", observed

@@ -13,7 +13,7 @@ from platform_app.api_tokens import api_token_verify
 from tests.tools.mcp.servers import Observed
 from tests.tools.openapi.api_app import API_KEY, make_app, serve
 from tools_app.models import ApiToken, ToolSource
-from tools_app.registry import get_tool
+from tools_app.selectors import tool_named
 
 
 def run(*args: str, **env: str) -> str:
@@ -37,7 +37,7 @@ def test_mcp_servers_add_list_refresh_remove_over_http(
     assert any(h.get("x-team") == "red" for h in observed.headers)
     run("mcp_servers", "remove", "cli-http")
     assert not ToolSource.objects.filter(name="cli-http").exists()
-    assert get_tool("echo") is None
+    assert tool_named("echo") is None
     with pytest.raises(CommandError, match="no MCP server"):
         run("mcp_servers", "refresh", "cli-http")
 
@@ -81,7 +81,7 @@ def test_openapi_import_with_chosen_operations(
             "INV_KEY",
         )
         assert "imported 2 operation(s) into openapi_inv: get_item, search_items" in out
-        assert get_tool("create_item") is None
+        assert tool_named("create_item") is None
         with pytest.raises(CommandError, match="no such operation"):
             run(
                 "openapi_import",

@@ -13,8 +13,8 @@ from tests.tools.mcp.conftest import wait_call
 from tests.tools.mcp.servers import Observed
 from tools_app.executors.mcp.services import mcp_refresh, mcp_server_add
 from tools_app.models import AuditRecord, ToolCall
-from tools_app.registry import get_tool
 from tools_app.runtime import BindContext
+from tools_app.selectors import tool_named
 from tools_app.services.binding import CallRequest, toolcall_bind, toolcall_dispatch
 from tools_app.services.execution import toolcall_cancel, toolcall_execute
 from tools_app.services.sources import SourceError
@@ -71,7 +71,7 @@ def test_it_discovers_the_tools_as_a_group(server: Any) -> None:
         "grow",
         "hang",
     }
-    echo = get_tool("echo")
+    echo = tool_named("echo")
     assert echo is not None and echo.tool_group == "mcp_testtools"
     schema = echo.openai_schema()["function"]
     assert schema["strict"] is True

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -121,7 +120,7 @@ def test_the_servers_venv_is_read_only_and_the_network_is_off(
     """A server runs as the sandbox's uid, cannot write the servers' venv mounted into its
     sandbox, and has no network unless the group allows it."""
     require_backend(backend)
-    from tools_app.executors.mcp.launch import ServerSpec, stdio_argv
+    from tools_app.executors.mcp.launch import ServerSpec, stdio_spawn
     from tools_app.executors.mcp.settings import McpSettings
 
     workspace_id = shared_workspace_id(f"probe-{backend}")
@@ -141,10 +140,19 @@ def test_the_servers_venv_is_read_only_and_the_network_is_off(
         workspace_id=workspace_id,
         workspace_dir=str(workspace_dir_for(workspace_id)),
     )
-    with tempfile.TemporaryDirectory() as etc:
-        Path(etc).chmod(0o755)
-        _, argv, _ = stdio_argv(spec, Path(etc))
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    spawned = stdio_spawn(spec)
+    try:
+        done = subprocess.run(
+            spawned.argv,
+            env=spawned.env,
+            cwd=spawned.cwd,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        spawned.close()
     out = done.stdout + done.stderr
     assert "Read-only file system" in out
     assert str(SANDBOX_UID) in out

@@ -28,8 +28,8 @@ def test_it_matches_sentence_transformers():
     assert np.abs(got - expected).max() < 1e-4  # includes a text longer than 256 tokens
 
 
-def test_a_missing_model_says_how_to_install_it(monkeypatch, tmp_path):
-    monkeypatch.setenv("MEMORY_LOCAL_MODEL_DIR", str(tmp_path))
+def test_a_missing_model_says_how_to_install_it(settings, tmp_path):
+    settings.MEMORY_LOCAL_MODEL_DIR = str(tmp_path)
     try:
         model_dir()
     except ModelMissing as exc:

@@ -4,63 +4,40 @@ webhook target an admin named, POSTed through the SSRF guard. Everything else is
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from chat_app.models import Conversation, Message
 from tests.helpers import wait_for
+from tests.httpserver import Hit, HttpServer, Response, serving
 from tests.tools.calls import ok, run_tool
 from tests.tools.conftest import EventTap, configure
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
-class Receiver(ThreadingHTTPServer):
+class Receiver(HttpServer):
     """A webhook endpoint on a loopback address; records every connection and body."""
 
-    daemon_threads = True
+    status = 200
 
-    def __init__(self, host: str, status: int = 200) -> None:
-        self.bodies: list[dict[str, object]] = []
-        self.connections = 0
-        self.status = status
-        super().__init__((host, 0), _Handler)
-
-    def get_request(self):  # type: ignore[no-untyped-def]
-        self.connections += 1
-        return super().get_request()
+    @property
+    def bodies(self) -> list[dict[str, object]]:
+        return [hit.json() for hit in self.hits]
 
     def url(self, path: str = "/hook") -> str:
-        host, port = self.server_address[:2]
-        return f"http://{host}:{port}{path}"
+        return super().url(path)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: Receiver
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-    def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        self.server.bodies.append(json.loads(self.rfile.read(length)))
-        self.send_response(self.server.status)
-        self.send_header("Content-Length", "2")
-        self.end_headers()
-        self.wfile.write(b"ok")
+def _answer(hit: Hit) -> Response:
+    return hit.server.status, [], b"ok"
 
 
 @pytest.fixture
 def receiver() -> Iterator[Receiver]:
-    server = Receiver("127.0.0.1")
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
+    with serving("127.0.0.1", default=_answer, server_class=Receiver) as server:
+        yield server
 
 
 @pytest.fixture

@@ -2,15 +2,13 @@
 on a free loopback port for the duration of a test."""
 
 # No `from __future__ import annotations`: FastAPI reads these annotations at run time.
-import socket
-import threading
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Annotated
 
 from fastapi import FastAPI, Header, HTTPException, Query
 from pydantic import BaseModel, Field
+
+from tests.httpserver import serving_asgi
 
 API_KEY = "test-key-5f2a9c"
 
@@ -60,29 +58,6 @@ def make_app() -> FastAPI:
     return app
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextmanager
-def serve(app: object) -> Iterator[str]:
-    import uvicorn
-
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 15
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the test API did not start")
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+def serve(app: object) -> AbstractContextManager[str]:
+    """``app`` on a free loopback port; yields its base URL."""
+    return serving_asgi(app, lifespan="on")

@@ -13,8 +13,8 @@ from tests.tools.openapi.api_app import API_KEY, make_app, serve
 from tools_app.executors.openapi.importer import openapi_fetch, openapi_import, openapi_preview
 from tools_app.imported import imported_reset
 from tools_app.models import AuditRecord, ToolCall, ToolSource
-from tools_app.registry import get_tool
 from tools_app.runtime import BindContext
+from tools_app.selectors import tool_named
 from tools_app.services.binding import CallRequest, toolcall_bind, toolcall_dispatch
 from tools_app.services.execution import toolcall_execute
 from tools_app.services.sources import SourceError, source_delete
@@ -133,9 +133,9 @@ def test_the_base_url_host_is_the_only_host_allowed(imported: ToolSource, user: 
 
 
 def test_removing_the_source_removes_its_functions(imported: ToolSource, staff_user: Any) -> None:
-    assert get_tool("get_item") is not None
+    assert tool_named("get_item") is not None
     source_delete(imported, user=staff_user)
-    assert get_tool("get_item") is None
+    assert tool_named("get_item") is None
 
 
 @pytest.mark.modes

@@ -12,30 +12,30 @@ from __future__ import annotations
 
 import contextlib
 import json
-import socketserver
-import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
-Response = tuple[int, list[tuple[str, str]], bytes]
+from tests.httpserver import Hit, HttpServer, Response
+from tests.httpserver import serving as shared_serving
 
-
-@dataclass
-class Hit:
-    method: str
-    path: str
-    query: dict[str, str]
-    headers: dict[str, str]
-    body: bytes
-
-    def json(self) -> Any:
-        return json.loads(self.body)
+__all__ = ["Hit", "Response", "Route", "Server", "as_json", "html_page", "serving"]
 
 
-Route = Callable[[Hit, "Server"], Response]
+class Server(HttpServer):
+    """A recording server plus what the fake search APIs answer."""
+
+    # What the search APIs answer: (title, url, snippet) triples.
+    results: list[tuple[str, str, str]]
+    api_key: str = ""
+    redirect_to: str = ""  # where a redirecting route sends the client
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.results = []
+
+
+Route = Callable[[Hit, Server], Response]
 
 
 def as_json(status: int, data: Any) -> Response:
@@ -48,104 +48,16 @@ def html_page(body: bytes | str, status: int = 200, charset: str | None = "utf-8
     return status, [("Content-Type", kind)], raw
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: _HTTPServer
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-    def _any(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length else b""
-        parts = urlsplit(self.path)
-        hit = Hit(
-            self.command,
-            parts.path,
-            {k: v[0] for k, v in parse_qs(parts.query).items()},
-            {k.lower(): v for k, v in self.headers.items()},
-            body,
-        )
-        app = self.server.app
-        app.record(hit)
-        route = app.routes.get((self.command, parts.path)) or app.routes.get(("*", parts.path))
-        status, headers, payload = route(hit, app) if route else (404, [], b"not found")
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            self.send_response(status)
-            if not any(k.lower() == "content-type" for k, _ in headers):
-                self.send_header("Content-Type", "text/plain; charset=utf-8")
-            for name, value in headers:
-                self.send_header(name, value)
-            self.send_header("Content-Length", str(len(payload)))
-            self.send_header("Connection", "close")
-            self.end_headers()
-            self.wfile.write(payload)
-        self.close_connection = True
-
-    do_GET = do_POST = do_HEAD = _any
-
-
-@dataclass
-class Server:
-    host: str
-    routes: dict[tuple[str, str], Route]
-    hits: list[Hit] = field(default_factory=list)
-    # What the search APIs answer: (title, url, snippet) triples.
-    results: list[tuple[str, str, str]] = field(default_factory=list)
-    api_key: str = ""
-    redirect_to: str = ""  # where a redirecting route sends the client
-    _httpd: ThreadingHTTPServer | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    @property
-    def port(self) -> int:
-        assert self._httpd is not None
-        return int(self._httpd.server_address[1])
-
-    def url(self, path: str = "/") -> str:
-        return f"http://{self.host}:{self.port}{path}"
-
-    def record(self, hit: Hit) -> None:
-        with self._lock:
-            self.hits.append(hit)
-
-    def paths(self) -> list[str]:
-        with self._lock:
-            return [h.path for h in self.hits]
-
-    def reset(self) -> None:
-        with self._lock:
-            self.hits.clear()
-
-
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, server: Server) -> None:
-        self.app = server
-        super().__init__((server.host, 0), _Handler)
-
-    def server_bind(self) -> None:
-        socketserver.TCPServer.server_bind(self)  # no reverse DNS lookup
-        self.server_name, self.server_port = self.app.host, self.server_address[1]
-
-    def handle_error(self, request: object, client_address: object) -> None:
-        pass
-
-
 @contextlib.contextmanager
 def serving(host: str, routes: dict[tuple[str, str], Route] | None = None) -> Iterator[Server]:
-    server = Server(host, dict(routes or {}))
-    httpd = _HTTPServer(server)
-    server._httpd = httpd
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.daemon = True
-    thread.start()
-    try:
+    """Routes by (method, path), "*" for any method; each gets the request and the server."""
+
+    def bound(route: Route) -> Callable[[Hit], Response]:
+        return lambda hit: route(hit, hit.server)
+
+    table = {key: bound(route) for key, route in (routes or {}).items()}
+    with shared_serving(host, table, server_class=Server) as server:
         yield server
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 # --- SearXNG ---------------------------------------------------------------------------------

@@ -1,12 +1,12 @@
 """The Researcher profile (schema-guided agent, issue 11) with the research group's real
-web_search against a local SearXNG-speaking server: max_searches counts it by name."""
+web_search against a local SearXNG-speaking server: its tool budget counts it by name."""
 
 from __future__ import annotations
 
 import pytest
 
 from chat_app.models import Agent, Conversation, Turn
-from chat_app.services import sgr
+from chat_app.services.agents import researcher_ensure
 from chat_app.services.turns import turn_start
 from tests.conftest import wait_turn
 from tests.integration.test_sgr import FINAL, offered
@@ -24,9 +24,9 @@ def test_the_researcher_searches_until_its_search_limit(
 ):
     use_searxng(user, searxng)
     searxng.results = [("Jaguar cars", "https://jaguar.example/", "Jaguar makes cars.")]
-    agent = sgr.researcher_ensure()
-    agent.kind = Agent.Kind.SGR_TOOL_CALLING
-    agent.max_searches = 2
+    agent = researcher_ensure()
+    agent.kind = Agent.Kind.REASONING_AS_TOOL
+    agent.tool_budgets = {**agent.tool_budgets, "web_search": 2}
     agent.save()
     conversation = Conversation.objects.create(owner=user, agent=agent)
     search = [Call("web_search", {"query": f"jaguar {i}", "max_results": 3}) for i in range(3)]

@@ -3,14 +3,11 @@ output caps, the network switch and the ``/shell`` shorthand, on docker and bubb
 
 from __future__ import annotations
 
+import contextlib
 import random
 import shlex
 import socket
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, HTTPServer
-from threading import Thread
 from typing import Any
 
 import pytest
@@ -19,6 +16,7 @@ from chat_app.models import Turn
 from chat_app.services.turns import turn_start
 from tests.conftest import wait_turn
 from tests.helpers import require, wait_for
+from tests.httpserver import Hit, HttpServer, Response, serving
 from tests.tools.conftest import (
     ISOLATED,
     EventTap,
@@ -203,31 +201,12 @@ def test_the_shell_slash_shorthand_runs_a_command(worker: str, tools: Tools, own
 # -- network ----------------------------------------------------------------------------------
 
 
-class _Hits(BaseHTTPRequestHandler):
-    hits: list[str]
-
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-        self.server.hits.append(self.path)  # type: ignore[attr-defined]
-        self.send_response(200)
-        self.send_header("Content-Length", "2")
-        self.end_headers()
-        self.wfile.write(b"ok")
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
+def _ok(hit: Hit) -> Response:
+    return 200, [], b"ok"
 
 
-@contextmanager
-def _server(host: str) -> Iterator[Any]:
-    server = HTTPServer((host, 0), _Hits)
-    server.hits = []  # type: ignore[attr-defined]
-    thread = Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
+def _server(host: str) -> contextlib.AbstractContextManager[HttpServer]:
+    return serving(host, default=_ok)
 
 
 def _host_address() -> str:
@@ -266,8 +245,8 @@ def test_the_network_is_off_by_default(tools: Tools) -> None:
     host = _host_address()
     with _server("127.0.0.1") as loopback, _server(host) as outside:
         urls = [
-            f"http://127.0.0.1:{loopback.server_port}/",
-            f"http://{host}:{outside.server_port}/",
+            f"http://127.0.0.1:{loopback.port}/",
+            f"http://{host}:{outside.port}/",
         ]
         call, seen = _probe(tools, *urls)
     assert call.status == ToolCall.Status.SUCCEEDED, call.result
@@ -287,14 +266,14 @@ def test_network_on_reaches_out_but_not_the_host_loopback(tools: Tools) -> None:
     host = _host_address()
     with _server("127.0.0.1") as loopback, _server(host) as outside:
         urls = [
-            f"http://{host}:{outside.server_port}/reached",
-            f"http://127.0.0.1:{loopback.server_port}/loopback",
+            f"http://{host}:{outside.port}/reached",
+            f"http://127.0.0.1:{loopback.port}/loopback",
         ]
         call, seen = _probe(tools, *urls)
     assert loopback.hits == [], f"the sandbox reached the host's loopback: {seen}"
     if call.status == ToolCall.Status.SUCCEEDED:
         assert seen[urls[0]] == "200", seen
-        assert outside.hits == ["/reached"], seen
+        assert outside.paths() == ["/reached"], seen
         assert "Connection refused" in seen[urls[1]], seen
     else:  # refused outright: fine, if it says why
         assert "network" in call.error, call.result

@@ -28,8 +28,8 @@ from tools_app.registry import activity
 from tools_app.runtime import ActivityContext
 
 
-def _run(ctx: ActivityContext, action: Action) -> dict[str, Any]:
-    settings: BrowserSettings = ctx.settings  # type: ignore[assignment]
+def _run(ctx: ActivityContext[BrowserSettings], action: Action) -> dict[str, Any]:
+    settings = ctx.settings
     ctx.check_cancelled()
     return get_pool().run(
         key=ctx.workspace_id,
@@ -42,7 +42,7 @@ def _run(ctx: ActivityContext, action: Action) -> dict[str, Any]:
 
 
 @activity("browser_open")
-def browser_open(args: BrowserOpen, ctx: ActivityContext) -> dict[str, Any]:
+def browser_open(args: BrowserOpen, ctx: ActivityContext[BrowserSettings]) -> dict[str, Any]:
     ctx.emit_output(f"open {args.url}\n")
     out = _run(ctx, Action("browser_open", actions.open_url, {"url": args.url}, False))
     ctx.emit_output(f"{out.get('status')} {out['url']} “{out['title']}”\n")
@@ -50,8 +50,10 @@ def browser_open(args: BrowserOpen, ctx: ActivityContext) -> dict[str, Any]:
 
 
 @activity("browser_screenshot")
-def browser_screenshot(args: BrowserScreenshot, ctx: ActivityContext) -> dict[str, Any]:
-    settings: BrowserSettings = ctx.settings  # type: ignore[assignment]
+def browser_screenshot(
+    args: BrowserScreenshot, ctx: ActivityContext[BrowserSettings]
+) -> dict[str, Any]:
+    settings = ctx.settings
     screenshot_check_cap(ctx=ctx, limit=settings.max_screenshots_per_conversation)
     kwargs = {"full_page": args.full_page, "selector": args.selector}
     out = _run(ctx, Action("browser_screenshot", actions.screenshot, kwargs))
@@ -62,7 +64,7 @@ def browser_screenshot(args: BrowserScreenshot, ctx: ActivityContext) -> dict[st
 
 
 @activity("browser_click")
-def browser_click(args: BrowserClick, ctx: ActivityContext) -> dict[str, Any]:
+def browser_click(args: BrowserClick, ctx: ActivityContext[BrowserSettings]) -> dict[str, Any]:
     kwargs = {"selector": args.selector, "text": args.text}
     out = _run(ctx, Action("browser_click", actions.click, kwargs))
     ctx.emit_output(f"clicked {out['clicked']} → {out['url']}\n")
@@ -70,7 +72,7 @@ def browser_click(args: BrowserClick, ctx: ActivityContext) -> dict[str, Any]:
 
 
 @activity("browser_type")
-def browser_type(args: BrowserType, ctx: ActivityContext) -> dict[str, Any]:
+def browser_type(args: BrowserType, ctx: ActivityContext[BrowserSettings]) -> dict[str, Any]:
     kwargs = {"selector": args.selector, "text": args.text, "submit": args.submit}
     out = _run(ctx, Action("browser_type", actions.type_text, kwargs))
     ctx.emit_output(f"typed {len(args.text)} characters into {args.selector}\n")
@@ -78,13 +80,13 @@ def browser_type(args: BrowserType, ctx: ActivityContext) -> dict[str, Any]:
 
 
 @activity("browser_wait")
-def browser_wait(args: BrowserWait, ctx: ActivityContext) -> dict[str, Any]:
+def browser_wait(args: BrowserWait, ctx: ActivityContext[BrowserSettings]) -> dict[str, Any]:
     kwargs = {"selector": args.selector, "state": args.state, "milliseconds": args.milliseconds}
     return _run(ctx, Action("browser_wait", actions.wait, kwargs))
 
 
 @activity("browser_extract")
-def browser_extract(args: BrowserExtract, ctx: ActivityContext) -> dict[str, Any]:
+def browser_extract(args: BrowserExtract, ctx: ActivityContext[BrowserSettings]) -> dict[str, Any]:
     out = _run(
         ctx,
         Action("browser_extract", actions.extract, {"kind": args.kind, "selector": args.selector}),
@@ -95,7 +97,7 @@ def browser_extract(args: BrowserExtract, ctx: ActivityContext) -> dict[str, Any
 
 
 @activity("browser_back")
-def browser_back(args: BrowserBack, ctx: ActivityContext) -> dict[str, Any]:
+def browser_back(args: BrowserBack, ctx: ActivityContext[BrowserSettings]) -> dict[str, Any]:
     out = _run(ctx, Action("browser_back", actions.back, {}))
     ctx.emit_output(f"back → {out['url']}\n")
     return out

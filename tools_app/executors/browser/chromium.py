@@ -8,12 +8,12 @@ Chromium when ``playwright install chromium`` put it in place; else the system's
 from __future__ import annotations
 
 import functools
-import os
 import shutil
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 LAUNCH_ARGS = [
@@ -41,18 +41,13 @@ class Executable:
 def sandbox_enabled() -> bool:
     """Chromium's own sandbox needs user namespaces or a setuid helper and does not run as
     root; like the rest of the project it is off unless ``CHROMIUM_SANDBOX=true``."""
-    value = os.environ.get("CHROMIUM_SANDBOX", "").strip().lower()
-    if value in ("", "0", "false", "no"):
-        return False
-    if value in ("1", "true", "yes"):
-        return True
-    raise ImproperlyConfigured(f"CHROMIUM_SANDBOX must be true or false, not {value!r}")
+    return bool(settings.CHROMIUM_SANDBOX)
 
 
 def resolve_executable(bundled: str | None = None) -> Executable:
     """``bundled``: Playwright's ``chromium.executable_path`` when the caller has a driver
     running already; otherwise it is looked up once (which starts the driver briefly)."""
-    configured = os.environ.get("CHROMIUM_PATH", "").strip()
+    configured = str(settings.CHROMIUM_PATH)
     if configured:
         if not Path(configured).exists():
             raise ImproperlyConfigured(f"CHROMIUM_PATH={configured} does not exist")

@@ -14,7 +14,7 @@ from tools_app.runtime import BindContext
 WaitState = Literal["visible", "hidden", "attached", "detached"]
 
 
-class BrowserOpen(BaseTool, group="browser", slash="browse"):
+class BrowserOpen(BaseTool[BrowserSettings], group="browser", slash="browse"):
     """Open a web page in the conversation's browser and return its final URL, title and
     HTTP status. Cookies persist across calls in this conversation."""
 
@@ -24,7 +24,7 @@ class BrowserOpen(BaseTool, group="browser", slash="browse"):
     def from_shorthand(cls, text: str) -> dict[str, Any]:
         return {"url": text.strip()}
 
-    def check_policy(self, settings: BrowserSettings, ctx: BindContext) -> None:  # type: ignore[override]
+    def check_policy(self, settings: BrowserSettings, ctx: BindContext) -> None:
         check_url(
             self.url,
             allowed_hosts=settings.allowed_domains,
@@ -32,7 +32,7 @@ class BrowserOpen(BaseTool, group="browser", slash="browse"):
         )
 
 
-class BrowserScreenshot(BaseTool, group="browser"):
+class BrowserScreenshot(BaseTool[BrowserSettings], group="browser"):
     """Take a PNG screenshot of the current page (the viewport, the full page, or one
     element) and return its file path and size. People see it in the tool card."""
 
@@ -42,7 +42,7 @@ class BrowserScreenshot(BaseTool, group="browser"):
     )
 
 
-class BrowserClick(BaseTool, group="browser"):
+class BrowserClick(BaseTool[BrowserSettings], group="browser"):
     """Click an element of the current page, found by CSS selector or by its visible text,
     and wait for any navigation it starts."""
 
@@ -56,7 +56,7 @@ class BrowserClick(BaseTool, group="browser"):
         return self
 
 
-class BrowserType(BaseTool, group="browser"):
+class BrowserType(BaseTool[BrowserSettings], group="browser"):
     """Type text into an input of the current page (replacing its value), optionally
     pressing Enter to submit."""
 
@@ -65,7 +65,7 @@ class BrowserType(BaseTool, group="browser"):
     submit: bool = Field(False, description="Press Enter afterwards.")
 
 
-class BrowserWait(BaseTool, group="browser"):
+class BrowserWait(BaseTool[BrowserSettings], group="browser"):
     """Wait until an element reaches a state, or for a number of milliseconds (capped by the
     call's timeout)."""
 
@@ -80,7 +80,7 @@ class BrowserWait(BaseTool, group="browser"):
         return self
 
 
-class BrowserExtract(BaseTool, group="browser"):
+class BrowserExtract(BaseTool[BrowserSettings], group="browser"):
     """Read the current page: its visible text, or its links (text and URL), optionally only
     inside the elements matching a CSS selector. Long text is cut with a notice."""
 
@@ -90,5 +90,5 @@ class BrowserExtract(BaseTool, group="browser"):
     )
 
 
-class BrowserBack(BaseTool, group="browser"):
+class BrowserBack(BaseTool[BrowserSettings], group="browser"):
     """Go back to the previous page in the conversation's browser history."""

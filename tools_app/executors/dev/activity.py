@@ -14,6 +14,7 @@ from tools_app.executors.dev.tools import (
     pytest_command,
 )
 from tools_app.executors.sandboxing import run_in_sandbox
+from tools_app.executors.shell.settings import ShellSettings
 from tools_app.registry import activity
 from tools_app.runtime import ActivityContext
 from tools_app.sandbox import ExecResult
@@ -23,8 +24,8 @@ from tools_app.sandbox import ExecResult
 GIT = ["git", "-c", "safe.directory=*", "-c", "init.defaultBranch=main"]
 
 
-def _run(ctx: ActivityContext, argv: list[str], **kw: Any) -> ExecResult:
-    settings: DevSettings = ctx.settings  # type: ignore[assignment]
+def _run(ctx: ActivityContext[DevSettings], argv: list[str], **kw: Any) -> ExecResult:
+    settings = ctx.settings
     return run_in_sandbox(
         ctx,
         settings,
@@ -47,8 +48,8 @@ def _outcome(result: ExecResult, what: str) -> dict[str, Any]:
     return data
 
 
-def _git_env(ctx: ActivityContext) -> dict[str, str]:
-    settings: DevSettings = ctx.settings  # type: ignore[assignment]
+def _git_env(ctx: ActivityContext[DevSettings]) -> dict[str, str]:
+    settings = ctx.settings
     name, email = settings.git_author_name, settings.git_author_email
     return {
         "GIT_AUTHOR_NAME": name,
@@ -58,7 +59,7 @@ def _git_env(ctx: ActivityContext) -> dict[str, str]:
     }
 
 
-def _ensure_repo(ctx: ActivityContext) -> None:
+def _ensure_repo(ctx: ActivityContext[DevSettings]) -> None:
     probe = _run(ctx, [*GIT, "rev-parse", "--is-inside-work-tree"], stream=False)
     if probe.exit_code != 0:
         _outcome(_run(ctx, [*GIT, "init", "-q"]), "git init")
@@ -66,12 +67,12 @@ def _ensure_repo(ctx: ActivityContext) -> None:
 
 
 @activity("run_tests")
-def run_tests(args: RunTests, ctx: ActivityContext) -> dict[str, Any]:
-    shell = selectors.group_settings("shell")
+def run_tests(args: RunTests, ctx: ActivityContext[DevSettings]) -> dict[str, Any]:
+    shell = selectors.group_settings("shell", ShellSettings)
     result = _run(
         ctx,
         ["bash", "-c", pytest_command(args.path, args.pattern)],
-        network=shell.allow_network,  # type: ignore[attr-defined]
+        network=shell.allow_network,
     )
     data = {
         "exit_code": result.exit_code,
@@ -88,13 +89,13 @@ def run_tests(args: RunTests, ctx: ActivityContext) -> dict[str, Any]:
 
 
 @activity("git_status")
-def git_status(args: GitStatus, ctx: ActivityContext) -> dict[str, Any]:
+def git_status(args: GitStatus, ctx: ActivityContext[DevSettings]) -> dict[str, Any]:
     _ensure_repo(ctx)
     return _outcome(_run(ctx, [*GIT, "status", "--short", "--branch"]), "git status")
 
 
 @activity("git_add")
-def git_add(args: GitAdd, ctx: ActivityContext) -> dict[str, Any]:
+def git_add(args: GitAdd, ctx: ActivityContext[DevSettings]) -> dict[str, Any]:
     _ensure_repo(ctx)
     data = _outcome(_run(ctx, [*GIT, "add", "--", *args.files]), "git add")
     status = _run(ctx, [*GIT, "status", "--short"], stream=False)
@@ -102,7 +103,7 @@ def git_add(args: GitAdd, ctx: ActivityContext) -> dict[str, Any]:
 
 
 @activity("git_commit")
-def git_commit(args: GitCommit, ctx: ActivityContext) -> dict[str, Any]:
+def git_commit(args: GitCommit, ctx: ActivityContext[DevSettings]) -> dict[str, Any]:
     _ensure_repo(ctx)
     data = _outcome(
         _run(ctx, [*GIT, "commit", "-q", "-m", args.message], env=_git_env(ctx)), "git commit"
@@ -113,8 +114,8 @@ def git_commit(args: GitCommit, ctx: ActivityContext) -> dict[str, Any]:
 
 
 @activity("search_code")
-def search_code(args: SearchCode, ctx: ActivityContext) -> dict[str, Any]:
-    settings: DevSettings = ctx.settings  # type: ignore[assignment]
+def search_code(args: SearchCode, ctx: ActivityContext[DevSettings]) -> dict[str, Any]:
+    settings = ctx.settings
     argv = [
         "rg",
         "--line-number",

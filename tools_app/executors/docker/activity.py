@@ -26,8 +26,8 @@ from tools_app.runtime import ActivityContext
 REDACTED = "[redacted]"
 
 
-def _settings(ctx: ActivityContext) -> DockerSettings:
-    return ctx.settings  # type: ignore[return-value]
+def _settings(ctx: ActivityContext[DockerSettings]) -> DockerSettings:
+    return ctx.settings
 
 
 def _summary(container: Any) -> dict[str, Any]:
@@ -57,7 +57,9 @@ def env_shown(env: list[str], *, values: bool) -> dict[str, str]:
 
 
 @activity("docker_list_containers")
-def docker_list_containers(args: DockerListContainers, ctx: ActivityContext) -> dict[str, Any]:
+def docker_list_containers(
+    args: DockerListContainers, ctx: ActivityContext[DockerSettings]
+) -> dict[str, Any]:
     settings = _settings(ctx)
     client = client_for(settings)
     filters = {"name": args.name} if args.name else None
@@ -75,7 +77,7 @@ def docker_list_containers(args: DockerListContainers, ctx: ActivityContext) -> 
 
 
 @activity("docker_inspect")
-def docker_inspect(args: DockerInspect, ctx: ActivityContext) -> dict[str, Any]:
+def docker_inspect(args: DockerInspect, ctx: ActivityContext[DockerSettings]) -> dict[str, Any]:
     settings = _settings(ctx)
     container = get_container(client_for(settings), args.container_id, settings)
     attrs = container.attrs
@@ -127,7 +129,7 @@ def _since(value: str | None) -> datetime | int | None:
 
 
 @activity("docker_logs")
-def docker_logs(args: DockerLogs, ctx: ActivityContext) -> dict[str, Any]:
+def docker_logs(args: DockerLogs, ctx: ActivityContext[DockerSettings]) -> dict[str, Any]:
     settings = _settings(ctx)
     container = get_container(client_for(settings), args.container_id, settings)
     try:
@@ -144,7 +146,7 @@ def docker_logs(args: DockerLogs, ctx: ActivityContext) -> dict[str, Any]:
 
 
 @activity("docker_exec")
-def docker_exec(args: DockerExec, ctx: ActivityContext) -> dict[str, Any]:
+def docker_exec(args: DockerExec, ctx: ActivityContext[DockerSettings]) -> dict[str, Any]:
     settings = _settings(ctx)
     client = client_for(settings)
     container = get_container(client, args.container_id, settings)
@@ -193,7 +195,7 @@ def docker_exec(args: DockerExec, ctx: ActivityContext) -> dict[str, Any]:
     return data
 
 
-def _lifecycle(ctx: ActivityContext, ident: str, action: str) -> dict[str, Any]:
+def _lifecycle(ctx: ActivityContext[DockerSettings], ident: str, action: str) -> dict[str, Any]:
     settings = _settings(ctx)
     container = get_container(client_for(settings), ident, settings)
     try:
@@ -211,15 +213,15 @@ def _lifecycle(ctx: ActivityContext, ident: str, action: str) -> dict[str, Any]:
 
 
 @activity("docker_start")
-def docker_start(args: DockerStart, ctx: ActivityContext) -> dict[str, Any]:
+def docker_start(args: DockerStart, ctx: ActivityContext[DockerSettings]) -> dict[str, Any]:
     return _lifecycle(ctx, args.container_id, "start")
 
 
 @activity("docker_stop")
-def docker_stop(args: DockerStop, ctx: ActivityContext) -> dict[str, Any]:
+def docker_stop(args: DockerStop, ctx: ActivityContext[DockerSettings]) -> dict[str, Any]:
     return _lifecycle(ctx, args.container_id, "stop")
 
 
 @activity("docker_restart")
-def docker_restart(args: DockerRestart, ctx: ActivityContext) -> dict[str, Any]:
+def docker_restart(args: DockerRestart, ctx: ActivityContext[DockerSettings]) -> dict[str, Any]:
     return _lifecycle(ctx, args.container_id, "restart")

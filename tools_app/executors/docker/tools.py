@@ -19,10 +19,10 @@ def is_staff(user_id: int | None) -> bool:
     return users.exists()
 
 
-class _DockerTool(BaseTool, abstract=True):
+class _DockerTool(BaseTool[DockerSettings], abstract=True):
     docker_operation: ClassVar[str] = "list"
 
-    def check_policy(self, settings: DockerSettings, ctx: BindContext) -> None:  # type: ignore[override]
+    def check_policy(self, settings: DockerSettings, ctx: BindContext) -> None:
         # The engine sees every container of the host, the app's own included: admins only
         # unless an admin decides otherwise.
         if settings.staff_only and not is_staff(ctx.user_id):
@@ -81,7 +81,7 @@ class DockerExec(_OneContainer, group="docker"):
     timeout: int | None = Field(None, ge=1, description="Seconds (capped by the admin).")
     docker_operation: ClassVar[str] = "exec"
 
-    def check_policy(self, settings: DockerSettings, ctx: BindContext) -> None:  # type: ignore[override]
+    def check_policy(self, settings: DockerSettings, ctx: BindContext) -> None:
         super().check_policy(settings, ctx)
         try:
             split_argv(self.command)

@@ -20,8 +20,8 @@ def _helper_source() -> str:
     return (Path(__file__).with_name("sandbox_helper.py")).read_text()
 
 
-def run_file_op(ctx: ActivityContext, op: str, **request: Any) -> dict[str, Any]:
-    settings: FileSettings = ctx.settings  # type: ignore[assignment]
+def run_file_op(ctx: ActivityContext[FileSettings], op: str, **request: Any) -> dict[str, Any]:
+    settings = ctx.settings
     payload = {
         "op": op,
         "allowed": settings.allowed_paths,
@@ -50,7 +50,7 @@ def run_file_op(ctx: ActivityContext, op: str, **request: Any) -> dict[str, Any]
 
 
 @activity("file_read")
-def file_read(args: Any, ctx: ActivityContext) -> dict[str, Any]:
+def file_read(args: Any, ctx: ActivityContext[FileSettings]) -> dict[str, Any]:
     out = run_file_op(
         ctx,
         "read",
@@ -63,7 +63,7 @@ def file_read(args: Any, ctx: ActivityContext) -> dict[str, Any]:
 
 
 @activity("file_write")
-def file_write(args: Any, ctx: ActivityContext) -> dict[str, Any]:
+def file_write(args: Any, ctx: ActivityContext[FileSettings]) -> dict[str, Any]:
     out = run_file_op(
         ctx, "write", path=args.path, content=args.content, mode=getattr(args, "mode", "overwrite")
     )
@@ -72,14 +72,14 @@ def file_write(args: Any, ctx: ActivityContext) -> dict[str, Any]:
 
 
 @activity("file_delete")
-def file_delete(args: Any, ctx: ActivityContext) -> dict[str, Any]:
+def file_delete(args: Any, ctx: ActivityContext[FileSettings]) -> dict[str, Any]:
     out = run_file_op(ctx, "delete", path=args.path)
     ctx.emit_output(f"deleted {out['deleted']} {out['path']}\n")
     return out
 
 
 @activity("file_list")
-def file_list(args: Any, ctx: ActivityContext) -> dict[str, Any]:
+def file_list(args: Any, ctx: ActivityContext[FileSettings]) -> dict[str, Any]:
     out = run_file_op(
         ctx,
         "list",

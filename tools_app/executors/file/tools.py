@@ -11,10 +11,10 @@ from tools_app.registry import BaseTool
 from tools_app.runtime import BindContext
 
 
-class _PathTool(BaseTool, abstract=True):
+class _PathTool(BaseTool[FileSettings], abstract=True):
     path: str = Field(description="Path relative to the workspace, e.g. src/app.py.")
 
-    def check_policy(self, settings: FileSettings, ctx: BindContext) -> None:  # type: ignore[override]
+    def check_policy(self, settings: FileSettings, ctx: BindContext) -> None:
         check_allowed(self.path, settings.allowed_paths)
 
 
@@ -33,7 +33,7 @@ class FileWrite(_PathTool, group="file"):
     content: str = Field(description="The text to write.", examples=["hello\n"])
     mode: Literal["overwrite", "append"] = Field("overwrite", description="overwrite or append.")
 
-    def check_policy(self, settings: FileSettings, ctx: BindContext) -> None:  # type: ignore[override]
+    def check_policy(self, settings: FileSettings, ctx: BindContext) -> None:
         super().check_policy(settings, ctx)
         size = len(self.content.encode("utf-8"))
         if size > settings.max_file_bytes:

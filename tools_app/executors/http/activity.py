@@ -13,8 +13,8 @@ from tools_app.runtime import ActivityContext
 
 
 @activity("http_request")
-def http_request(args: HttpRequest, ctx: ActivityContext) -> dict[str, Any]:
-    settings: HttpSettings = ctx.settings  # type: ignore[assignment]
+def http_request(args: HttpRequest, ctx: ActivityContext[HttpSettings]) -> dict[str, Any]:
+    settings = ctx.settings
     timeout = min(args.timeout or settings.timeout_seconds, settings.timeout_seconds)
     ctx.emit_output(f"{args.method} {args.url}\n")
     result = fetch(

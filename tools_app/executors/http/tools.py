@@ -12,7 +12,7 @@ from tools_app.runtime import BindContext
 Method = Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]
 
 
-class HttpRequest(BaseTool, group="http", slash="http"):
+class HttpRequest(BaseTool[HttpSettings], group="http", slash="http"):
     """Send an HTTP request and return the status, headers and body text."""
 
     method: Method = Field("GET", description="HTTP method.")
@@ -39,7 +39,7 @@ class HttpRequest(BaseTool, group="http", slash="http"):
             return {"method": "GET", "url": parts[0]}
         raise ValueError("usage: /http METHOD URL, e.g. /http GET https://example.com/")
 
-    def check_policy(self, settings: HttpSettings, ctx: BindContext) -> None:  # type: ignore[override]
+    def check_policy(self, settings: HttpSettings, ctx: BindContext) -> None:
         check_url(
             self.url,
             allowed_hosts=settings.allowed_hosts,

@@ -14,7 +14,7 @@ from tools_app.runtime import ActivityContext
 
 
 @activity("mcp_call")
-def mcp_call(args: McpTool, ctx: ActivityContext) -> dict[str, Any]:
+def mcp_call(args: McpTool, ctx: ActivityContext[McpSettings]) -> dict[str, Any]:
     from tools_app.executors.mcp.services import mcp_runtime, server_spec
 
     tool = type(args)
@@ -23,7 +23,7 @@ def mcp_call(args: McpTool, ctx: ActivityContext) -> dict[str, Any]:
         source = ToolSource.objects.filter(name=tool.source_name, kind="mcp").first()
     if source is None:
         raise ToolError(f"the MCP server {tool.source_name!r} is no longer registered")
-    settings: McpSettings = ctx.settings  # type: ignore[assignment]
+    settings = ctx.settings
     spec = server_spec(source, workspace_id=ctx.workspace_id, settings=settings)
 
     def progress(value: float, total: float | None, message: str | None) -> None:

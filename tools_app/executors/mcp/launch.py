@@ -1,23 +1,20 @@
-"""How a session with an MCP server is opened: the stdio command line inside the sandbox, or
-an HTTP client pinned to addresses the SSRF guard checked.
+"""How a session with an MCP server is opened: a stdio server spawned in the sandbox, or an
+HTTP client pinned to addresses the SSRF guard checked.
 
 stdio servers are Python (or any) programs installed into ``MCP_SERVERS_VENV`` (a virtualenv
 made with the system Python, ``manage.py mcp_servers install PACKAGE``). The venv is mounted
 read-only at its own path inside the sandbox, so its console scripts' ``#!`` lines work, and
 its ``bin`` comes first on the server's PATH. Everything else is the sandbox as the shell tool
-gets it: Docker (non-root, no capabilities, read-only root, memory/pids/CPU limits, network
-off unless the group allows it) or bubblewrap; ``none`` only when an admin sets it.
+gets it (``Sandbox.spawn``): Docker, with the same hardening as the warm containers (network off
+unless the group allows it), or bubblewrap; ``none`` only when an admin sets it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
-import itertools
 import json
-import os
-import re
-import shutil
-import tempfile
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -27,9 +24,8 @@ from typing import Any, TextIO
 from django.conf import settings as django_settings
 
 from tools_app.executors.mcp.settings import McpSettings
-from tools_app.sandbox.base import DEFAULT_PATH, WORKSPACE, ExecRequest, SandboxError
-
-LABEL = "controlcenter.mcp"
+from tools_app.sandbox import Spawned, SpawnRequest, get_sandbox
+from tools_app.sandbox.base import DEFAULT_PATH
 
 
 @dataclass(frozen=True)
@@ -68,165 +64,59 @@ def servers_venv() -> Path:
 
 
 # --- stdio ---------------------------------------------------------------------------------
-def _backend_name(settings: McpSettings) -> str:
-    from tools_app.sandbox import get_sandbox
-
-    backend = None if settings.sandbox_backend == "auto" else settings.sandbox_backend
-    return get_sandbox(backend).name
-
-
 def _server_env(venv: Path) -> dict[str, str]:
+    # Added to the sandbox's clean environment (PATH, HOME, LANG).
     return {
         "PATH": f"{venv}/bin:{DEFAULT_PATH}",
-        "HOME": WORKSPACE,
-        "LANG": "C.UTF-8",
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONUNBUFFERED": "1",
     }
 
 
-_started = itertools.count(1)
-
-
-def _container_name(spec: ServerSpec) -> str:
-    digest = hashlib.sha256(f"{spec.name}:{spec.workspace_id}".encode()).hexdigest()[:8]
-    slug = re.sub(r"[^a-zA-Z0-9_.-]", "-", spec.name)[:30]
-    return f"cc-mcp-{slug}-{os.getpid()}-{digest}-{next(_started)}"
-
-
-def docker_argv(spec: ServerSpec, workspace: Path) -> list[str]:
-    from tools_app.sandbox import get_sandbox
-    from tools_app.sandbox.docker_containers import NETWORK, NOFILE
-
-    sandbox: Any = get_sandbox("docker")
-    pool = sandbox.pool
-    docker = shutil.which("docker")
-    if docker is None:
-        raise SandboxError(
-            "stdio MCP servers in the docker sandbox need the docker command line on the worker "
-            "host; install it or use the bubblewrap backend"
-        )
+def stdio_spawn(spec: ServerSpec) -> Spawned:
+    """The server of ``spec`` set up in its sandbox; the caller runs it and closes it."""
+    backend = None if spec.settings.sandbox_backend == "auto" else spec.settings.sandbox_backend
     venv = servers_venv()
-    argv = [
-        docker,
-        "run",
-        "-i",
-        "--rm",
-        "--name",
-        _container_name(spec),
-        "--label",
-        f"{LABEL}={pool.namespace}",
-        "--cap-drop",
-        "ALL",
-        "--security-opt",
-        "no-new-privileges",
-        "--read-only",
-        "--tmpfs",
-        f"/tmp:rw,nosuid,nodev,size={pool.tmpfs_size},mode=1777",  # noqa: S108
-        "--memory",
-        str(pool.memory),
-        "--memory-swap",
-        str(pool.memory),
-        "--pids-limit",
-        str(pool.pids),
-        "--cpus",
-        str(pool.cpus),
-        "--ulimit",
-        f"nofile={NOFILE}:{NOFILE}",
-        "--user",
-        f"{sandbox.uid}:{sandbox.uid}",
-        "--network",
-        NETWORK if spec.settings.network else "none",
-        "--init",
-        "--mount",
-        f"type=bind,src={workspace},dst={WORKSPACE}",
-        "--workdir",
-        WORKSPACE,
-        "--hostname",
-        "sandbox",
-    ]
-    if venv.is_dir():
-        argv += ["--mount", f"type=bind,src={venv},dst={venv},readonly"]
-    for key, value in _server_env(venv).items():
-        argv += ["-e", f"{key}={value}"]
-    return [*argv, sandbox.image, *spec.command]
-
-
-def bwrap_argv(spec: ServerSpec, workspace: Path, etc_dir: Path) -> list[str]:
-    from tools_app.sandbox import get_sandbox
-
-    if spec.settings.network:
-        raise SandboxError(
-            "the bubblewrap sandbox cannot give an MCP server network access without exposing "
-            "the host's loopback services; use the docker backend or switch network off"
-        )
-    sandbox: Any = get_sandbox("bubblewrap")
-    venv = servers_venv()
-    files = sandbox._etc_files(False)
-    for name, content in files.items():
-        (etc_dir / name).write_bytes(content)
-        (etc_dir / name).chmod(0o644)
-    etc_dir.chmod(0o755)
-    request = ExecRequest(
+    request = SpawnRequest(
         argv=list(spec.command),
         env=_server_env(venv),
-        timeout=7 * 24 * 3600.0,  # the CPU-seconds backstop of a long-lived process
-    )
-    return sandbox.command(
-        request,
-        workspace=workspace,
-        data_fds={},
-        data_files={name: etc_dir / name for name in files},
+        network=spec.settings.network,
         ro_binds=[venv] if venv.is_dir() else [],
+        name=f"mcp-{spec.name}",
     )
+    return get_sandbox(backend).spawn(spec.workspace_id, Path(spec.workspace_dir), request)
 
 
-def stdio_argv(spec: ServerSpec, etc_dir: Path) -> tuple[str, list[str], str]:
-    """(backend, argv, sandbox id prefix) for the server of ``spec``."""
-    from tools_app.sandbox.base import prepare_workspace
+async def _spawn(spec: ServerSpec) -> Spawned:
+    # In a thread: setting up may ask the engine to create a container, and this loop serves
+    # every other session of the process meanwhile.
+    setting_up = asyncio.ensure_future(asyncio.to_thread(stdio_spawn, spec))
+    try:
+        return await asyncio.shield(setting_up)
+    except asyncio.CancelledError:
+        setting_up.add_done_callback(_close_when_set_up)  # nobody will run it now
+        raise
 
-    backend = _backend_name(spec.settings)
-    workspace = Path(spec.workspace_dir)
-    if backend == "docker":
-        from tools_app.sandbox import get_sandbox
 
-        sandbox: Any = get_sandbox("docker")
-        ws = prepare_workspace(workspace, sandbox.uid)
-        argv = docker_argv(spec, ws)
-        return backend, argv, f"docker:{argv[argv.index('--name') + 1]}"
-    if backend == "bubblewrap":
-        from tools_app.sandbox import get_sandbox
-
-        sandbox = get_sandbox("bubblewrap")
-        ws = prepare_workspace(workspace, sandbox.uid)
-        return backend, bwrap_argv(spec, ws, etc_dir), "bwrap"
-    workspace.mkdir(parents=True, exist_ok=True)
-    return backend, list(spec.command), "none"
+def _close_when_set_up(setting_up: asyncio.Future[Spawned]) -> None:
+    if not setting_up.cancelled() and setting_up.exception() is None:
+        threading.Thread(target=setting_up.result().close, daemon=True).start()
 
 
 @asynccontextmanager
 async def stdio_streams(spec: ServerSpec, errlog: TextIO) -> AsyncIterator[tuple[Any, Any, str]]:
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    etc_dir = Path(tempfile.mkdtemp(prefix="cc-mcp-etc-"))
+    spawned = await _spawn(spec)
     try:
-        backend, argv, sandbox_id = stdio_argv(spec, etc_dir)
-        env = {"PATH": os.environ.get("PATH", DEFAULT_PATH), "LANG": "C.UTF-8"}
-        if backend == "none":
-            env = {**_server_env(servers_venv()), "HOME": spec.workspace_dir}
-        for key in ("DOCKER_HOST", "DOCKER_CONFIG", "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY"):
-            if key in os.environ and backend == "docker":
-                env[key] = os.environ[key]
         params = StdioServerParameters(
-            command=argv[0],
-            args=argv[1:],
-            env=env,
-            cwd=spec.workspace_dir if backend == "none" else None,
+            command=spawned.argv[0], args=spawned.argv[1:], env=spawned.env, cwd=spawned.cwd
         )
         async with stdio_client(params, errlog=errlog) as (read, write):
-            yield read, write, sandbox_id
+            yield read, write, spawned.sandbox_id
     finally:
-        shutil.rmtree(etc_dir, ignore_errors=True)
+        # Shielded: a cancelled session still removes what is left of its server.
+        await asyncio.shield(asyncio.to_thread(spawned.close))
 
 
 # --- HTTP ----------------------------------------------------------------------------------

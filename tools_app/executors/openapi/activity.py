@@ -84,8 +84,8 @@ def _add_auth(
 
 
 @activity("openapi_call")
-def openapi_call(args: OpenApiTool, ctx: ActivityContext) -> dict[str, Any]:
-    settings: OpenApiSettings = ctx.settings  # type: ignore[assignment]
+def openapi_call(args: OpenApiTool, ctx: ActivityContext[OpenApiSettings]) -> dict[str, Any]:
+    settings = ctx.settings
     if not settings.base_url:
         raise ToolError("this API has no base URL; an admin must set one in its settings")
     spec = type(args).spec

@@ -56,6 +56,20 @@ def openapi_fetch(url: str, *, document_private: bool = False) -> str:
     return result.text
 
 
+def openapi_document_preview(
+    *, upload: Any = None, document_url: str = "", document_private: bool = False
+) -> Preview:
+    """The preview of the document an admin gave: an uploaded file (``upload``, up to 5 MB),
+    else the one at ``document_url`` (fetched as ``openapi_fetch`` does)."""
+    if upload:
+        text = upload.read(MAX_DOCUMENT_BYTES + 1).decode("utf-8", errors="replace")
+        if len(text) > MAX_DOCUMENT_BYTES:
+            raise SourceError("the document is larger than 5 MB")
+    else:
+        text = openapi_fetch(document_url, document_private=document_private)
+    return openapi_preview(text, document_url=document_url)
+
+
 def openapi_preview(text: str, *, document_url: str = "") -> Preview:
     try:
         doc = load_document(text)

@@ -18,8 +18,8 @@ from tools_app.runtime import ActivityContext
 
 
 @activity("web_search")
-def web_search(args: WebSearch, ctx: ActivityContext) -> dict[str, Any]:
-    settings: ResearchSettings = ctx.settings  # type: ignore[assignment]
+def web_search(args: WebSearch, ctx: ActivityContext[ResearchSettings]) -> dict[str, Any]:
+    settings = ctx.settings
     limit = min(args.max_results, settings.max_results)
     ctx.emit_output(f"searching for {args.query!r}\n")
     backend, results = search(settings, args.query, limit, cancel=ctx.cancel)
@@ -30,12 +30,14 @@ def web_search(args: WebSearch, ctx: ActivityContext) -> dict[str, Any]:
 
 
 @activity("extract_page_content")
-def extract_page_content(args: ExtractPageContent, ctx: ActivityContext) -> dict[str, Any]:
-    settings: ResearchSettings = ctx.settings  # type: ignore[assignment]
+def extract_page_content(
+    args: ExtractPageContent, ctx: ActivityContext[ResearchSettings]
+) -> dict[str, Any]:
+    settings = ctx.settings
     if len(args.urls) > settings.max_urls:  # binding checked it; the setting may have changed
         raise PolicyDenied(f"at most {settings.max_urls} pages may be read per call")
     # Pages follow the HTTP tool's policy: one admin decision says what the agent may reach.
-    http: HttpSettings = selectors.group_settings("http")  # type: ignore[assignment]
+    http = selectors.group_settings("http", HttpSettings)
     # Stop a little before the watchdog would, so the pages read so far are returned and the
     # rest are reported as timed out, rather than the whole call ending in a timeout.
     deadline = time.monotonic() + max(ctx.timeout - 2.0, ctx.timeout * 0.9)

@@ -8,7 +8,7 @@ from tools_app.registry import BaseTool
 from tools_app.runtime import BindContext
 
 
-class WebSearch(BaseTool, group="research"):  # name: "web_search"
+class WebSearch(BaseTool[ResearchSettings], group="research"):  # name: "web_search"
     """Search the web. Returns a list of results, each with title, url and snippet; read a
     result's page with extract_page_content when the snippet is not enough."""
 
@@ -22,12 +22,13 @@ class WebSearch(BaseTool, group="research"):  # name: "web_search"
         5, ge=1, le=MAX_RESULTS, description="How many results to return (capped by the admin)."
     )
 
-    def check_policy(self, settings: ResearchSettings, ctx: BindContext) -> None:  # type: ignore[override]
+    def check_policy(self, settings: ResearchSettings, ctx: BindContext) -> None:
         if not self.query.strip():
             raise PolicyDenied("the query is blank")
 
 
-class ExtractPageContent(BaseTool, group="research"):  # name: "extract_page_content"
+# name: "extract_page_content"
+class ExtractPageContent(BaseTool[ResearchSettings], group="research"):
     """Download web pages and return their main text (navigation, scripts and styles
     removed). Each URL gets its own result: one page failing does not fail the others."""
 
@@ -38,7 +39,7 @@ class ExtractPageContent(BaseTool, group="research"):  # name: "extract_page_con
         examples=[["https://example.com/"]],
     )
 
-    def check_policy(self, settings: ResearchSettings, ctx: BindContext) -> None:  # type: ignore[override]
+    def check_policy(self, settings: ResearchSettings, ctx: BindContext) -> None:
         if len(self.urls) > settings.max_urls:
             raise PolicyDenied(
                 f"{len(self.urls)} URLs given; at most {settings.max_urls} pages may be read "

@@ -15,8 +15,8 @@ def effective_timeout(requested: int | None, settings: ShellSettings) -> int:
 
 
 @activity("shell_exec")
-def shell_exec(args: ShellExec, ctx: ActivityContext) -> dict[str, Any]:
-    settings: ShellSettings = ctx.settings  # type: ignore[assignment]
+def shell_exec(args: ShellExec, ctx: ActivityContext[ShellSettings]) -> dict[str, Any]:
+    settings = ctx.settings
     result = run_in_sandbox(
         ctx,
         settings,

@@ -11,7 +11,7 @@ from tools_app.registry import BaseTool
 from tools_app.runtime import BindContext
 
 
-class ShellExec(BaseTool, group="shell", slash="shell"):
+class ShellExec(BaseTool[ShellSettings], group="shell", slash="shell"):
     """Run a shell command line (bash) in the workspace and return its exit code and output."""
 
     command: str = Field(
@@ -26,7 +26,7 @@ class ShellExec(BaseTool, group="shell", slash="shell"):
     def from_shorthand(cls, text: str) -> dict[str, Any]:
         return {"command": text}
 
-    def check_policy(self, settings: ShellSettings, ctx: BindContext) -> None:  # type: ignore[override]
+    def check_policy(self, settings: ShellSettings, ctx: BindContext) -> None:
         if len(self.command) > settings.max_command_chars:
             raise PolicyDenied(
                 f"the command line is {len(self.command)} characters; the limit is "
