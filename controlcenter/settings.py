@@ -117,14 +117,14 @@ TEMPLATES = [
 # --- database -------------------------------------------------------------------------------
 _sqlite_options = {
     # WAL + immediate transactions: the in-process worker threads write concurrently with
-    # the web thread; without these SQLite answers "database is locked" under load.
+    # the web thread. An atomic block takes the write lock when it begins (BEGIN IMMEDIATE),
+    # so it never meets "database is locked" halfway, where a deferred one that read first
+    # could; a writer that finds the lock taken waits for it (busy timeout, in seconds).
     "transaction_mode": "IMMEDIATE",
     "timeout": 30,
     "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
 }
-# Django's SQLite backend, with this process's writers queued on a lock instead of sleeping
-# in SQLite's busy handler (see infra/db/sqlite3/base.py).
-SQLITE_ENGINE = "infra.db.sqlite3"
+SQLITE_ENGINE = "django.db.backends.sqlite3"
 _database_url = envstr("DATABASE_URL")
 DB_POOL_MAX_SIZE = envint("DB_POOL_MAX_SIZE", 10, minimum=1)
 if _database_url:
