@@ -33,7 +33,7 @@ def test_a_finished_call_has_one_complete_audit_record(conversation: Any) -> Non
     assert record.arguments == {"timezone": "UTC"} and record.error == ""
     assert record.started_at == call.started_at and record.finished_at == call.finished_at
     assert record.duration_ms == call.duration_ms and record.worker == call.worker
-    # Copied as they are at the finish: the record outlives both.
+    # Copied as they are when the call runs: the record outlives both.
     assert record.username == conversation.owner.username
     assert record.conversation_title == conversation.title
     assert record.user_id == conversation.owner.pk

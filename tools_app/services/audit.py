@@ -73,12 +73,16 @@ def audit_call(call: ToolCall, *, new: bool = False, changes: dict[str, Any] | N
         AuditRecord.objects.filter(kind=AuditRecord.Kind.CALL, tool_call=call).update(**fields)
     ):
         return
-    # The username and the conversation's title as they are now: the record outlives both.
-    username, title = (
-        ToolCall.objects.filter(pk=call.pk)
-        .values_list("user__username", "conversation__title")
-        .get()
-    )
+    # The username and the conversation's title (the record outlives both): read with the
+    # call when it was claimed (``call_statements.call_claim``), else as they are now.
+    if hasattr(call, "cc_username"):
+        username, title = call.cc_username, getattr(call, "cc_title", "")
+    else:
+        username, title = (
+            ToolCall.objects.filter(pk=call.pk)
+            .values_list("user__username", "conversation__title")
+            .get()
+        )
     AuditRecord.objects.create(
         kind=AuditRecord.Kind.CALL,
         tool_call_id=call.pk,

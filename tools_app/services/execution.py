@@ -34,6 +34,7 @@ from tools_app.registry import (
 from tools_app.runtime import ActivityContext
 from tools_app.services.audit import audit_call
 from tools_app.services.binding import toolcall_send
+from tools_app.services.call_statements import call_claim, call_end
 from tools_app.services.watchdog import watch_call
 from tools_app.signals import toolcall_finished
 
@@ -60,20 +61,17 @@ def _claim(tool_call_id: int) -> tuple[ToolCall, bool] | None:
     workers given the same call one runs it. Then the claimed row, and whether its audit
     record is open already (it is when the call waited for approval), so that the finish
     completes it or creates it without looking for it first."""
-    now = timezone.now()
-    claimed = ToolCall.objects.filter(pk=tool_call_id, status=ToolCall.Status.QUEUED).update(
-        status=ToolCall.Status.RUNNING,
-        started_at=now,
-        heartbeat_at=now,
-        worker=_worker_name(),
-        version=F("version") + 1,
-    )
-    if not claimed:
+    call = call_claim(tool_call_id, worker=_worker_name(), now=timezone.now())
+    if call is None:
         return None
-    call = ToolCall.objects.get(pk=tool_call_id)
-    audit_open = AuditRecord.objects.filter(
-        tool_call_id=tool_call_id, kind=AuditRecord.Kind.CALL
-    ).exists()
+    # Binding stores a call at version 0 and the claim made it 1: a record can only exist
+    # when something (an approval) changed the call in between.
+    audit_open = (
+        call.version > 1
+        and AuditRecord.objects.filter(
+            tool_call_id=tool_call_id, kind=AuditRecord.Kind.CALL
+        ).exists()
+    )
     return call, audit_open
 
 
@@ -249,9 +247,8 @@ def _finish_current(
 ) -> bool:
     """Store the end of a call this process claimed (``version``: nobody else changed it
     meanwhile) and its audit record together, so a call never ends without its record."""
-    unchanged = ToolCall.objects.filter(pk=call.pk, status__in=allowed, version=call.version)
     with transaction.atomic():
-        if not unchanged.update(**fields):
+        if not call_end(call, fields, allowed=allowed):
             return False
         audit_call(call, new=not audit_open, changes=fields)
     return True
