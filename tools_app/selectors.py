@@ -28,7 +28,7 @@ from pydantic import ValidationError
 
 from infra.secrets import SecretDecryptionError, decrypt
 from tools_app.imported import imported_refresh
-from tools_app.models import ToolConfigVersion, ToolFunctionConfig, ToolGroupConfig
+from tools_app.models import ToolFunctionConfig, ToolGroupConfig
 from tools_app.registry import (
     GROUPS,
     TOOLS,
@@ -39,6 +39,7 @@ from tools_app.registry import (
     get_tool,
 )
 from tools_app.registry import tool_for_slash as _tool_for_slash
+from tools_app.services.call_statements import config_token
 
 logger = logging.getLogger(__name__)
 
@@ -127,22 +128,21 @@ def config_memo(key: Any, build: Callable[[], T]) -> T:
 
 
 def _current_token() -> str | None:
-    # Sliced, not first(): no ORDER BY for one row found by its key.
-    return next(
-        iter(ToolConfigVersion.objects.filter(pk=1).values_list("token", flat=True)[:1]), None
-    )
+    return config_token()
 
 
-def config_snapshot() -> ConfigSnapshot:
+def config_snapshot(*, token: str | None = None) -> ConfigSnapshot:
     """The tool configuration as now stored: from memory when the stored token says it is
-    unchanged, else read again (two queries)."""
+    unchanged, else read again (two queries). ``token``: the stored token, when the caller
+    has just read it in a statement of its own (a call's claim does)."""
     global _cached
     pinned: ConfigSnapshot | None = getattr(_pinned, "snapshot", None)
-    if pinned is not None:
+    if pinned is not None and token is None:
         return pinned
     # The token first, then the rows: a copy may be newer than its token (then it is read
     # again next time), never older.
-    token = _current_token()
+    if token is None:
+        token = _current_token()
     imported_refresh(token)  # in memory unless the token moved
     cached = _cached
     if token is not None and cached is not None and cached.token == token:

@@ -83,3 +83,20 @@ def test_the_end_is_refused_when_the_call_moved_on(conversation: Any) -> None:
     ToolCall.objects.filter(pk=call.pk).update(version=call.version + 5)  # changed elsewhere
     assert not call_end(call, fields, allowed=(ToolCall.Status.RUNNING,))
     assert ToolCall.objects.get(pk=call.pk).status == ToolCall.Status.RUNNING
+
+
+def test_the_token_is_the_one_the_orm_reads(db: None) -> None:
+    from tools_app.models import ToolConfigVersion
+    from tools_app.services.call_statements import config_token
+
+    ToolConfigVersion.bump()
+    assert config_token() == ToolConfigVersion.objects.get(pk=1).token
+
+
+def test_the_claim_carries_the_configuration_token(conversation: Any) -> None:
+    from tools_app.models import ToolConfigVersion
+
+    ToolConfigVersion.bump()
+    claimed = call_claim(queued(conversation).pk, worker="w", now=timezone.now())
+    assert claimed is not None
+    assert claimed.cc_config_token == ToolConfigVersion.objects.get(pk=1).token  # type: ignore[attr-defined]

@@ -1,12 +1,15 @@
-"""The two statements every tool call runs on a worker, written out: its claim and its end.
+"""The statements every tool call runs, written out: its claim and its end on the worker, and
+the read of the tool configuration's token that binding and the worker each make.
 
 Everything else in the project goes through the ORM. These two stay SQL because of what an
 A/B in one ``make bench`` run measured (50 conversations at once, 2-core host, 2026-11-25):
 with the ORM versions the tools worker's CPU per turn doubled (4.2–4.8 → 8.6–9.0 ms,
 distributed) and embedded CPU per turn rose 12–15 %, beyond the run-to-run spread; alone, one
 claim and finish took 0.5 ms of CPU written out and 2.2 ms through the ORM (SQLite), the ORM
-building five statements where these are two. ``tests/tools/test_call_statements.py`` holds
-them to what the ORM would do: the same row, the same refusals.
+building five statements where these are two; a turn reads the configuration token five
+times, 0.04 ms each written out, 0.2 ms through the ORM.
+``tests/tools/test_call_statements.py`` holds them to what the ORM would do: the same row,
+the same refusals.
 
 Both are plain parameterised statements on our own table and column names (from ``_meta``),
 valid on SQLite (3.35+) and PostgreSQL. Values go through each field's ``get_db_prep_save``,
@@ -20,7 +23,7 @@ from typing import Any
 from django.db import connection
 from django.db.models import Field
 
-from tools_app.models import ToolCall
+from tools_app.models import ToolCall, ToolConfigVersion
 
 
 def _field(name: str) -> Field[Any, Any]:
@@ -42,10 +45,25 @@ def _table_of(name: str) -> tuple[str, str]:
     return connection.ops.quote_name(meta.db_table), connection.ops.quote_name(str(meta.pk.column))
 
 
+def config_token() -> str | None:
+    """The tool configuration's token (``tools_app.selectors``): is a process's copy current?"""
+    with connection.cursor() as cursor:
+        cursor.execute(_token_sql())
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
+def _token_sql() -> str:
+    qn = connection.ops.quote_name
+    table = qn(ToolConfigVersion._meta.db_table)
+    return f"SELECT {qn('token')} FROM {table} WHERE {qn('id')} = 1"  # noqa: S608 - our own names
+
+
 def call_claim(call_id: int, *, worker: str, now: Any) -> ToolCall | None:
     """``queued → running`` if the call is still queued (of two workers given the same call
-    one wins), returning the claimed row with ``cc_username`` and ``cc_title``: the names its
-    audit record copies, read with it."""
+    one wins), returning the claimed row with ``cc_username`` and ``cc_title`` (the names its
+    audit record copies) and ``cc_config_token`` (the configuration it runs under), read with
+    it."""
     qn = connection.ops.quote_name
     users, user_pk = _table_of("user")
     conversations, conversation_pk = _table_of("conversation")
@@ -57,7 +75,8 @@ def call_claim(call_id: int, *, worker: str, now: Any) -> ToolCall | None:
         f"RETURNING *, (SELECT {qn('username')} FROM {users} "
         f"WHERE {user_pk} = {table}.{_column('user')}) AS cc_username, "
         f"(SELECT {qn('title')} FROM {conversations} "
-        f"WHERE {conversation_pk} = {table}.{_column('conversation')}) AS cc_title"
+        f"WHERE {conversation_pk} = {table}.{_column('conversation')}) AS cc_title, "
+        f"({_token_sql()}) AS cc_config_token"
     )
     at = _prep("started_at", now)
     params = [ToolCall.Status.RUNNING.value, at, at, worker, call_id, ToolCall.Status.QUEUED.value]

@@ -82,7 +82,7 @@ def toolcall_execute(*, tool_call_id: int) -> None:
     call, audit_open = claimed
 
     # Imported tools (MCP, OpenAPI) are registered as the configuration's token has them.
-    config = selectors.config_snapshot()
+    config = selectors.config_snapshot(token=getattr(call, "cc_config_token", None))
     tool = get_tool(call.tool)
     settings = config.settings(_settings_group(call))
     own_timeout = config.function(call.tool).timeout_seconds
