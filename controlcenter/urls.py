@@ -7,7 +7,10 @@ from tools_app.manager.views import tool_schemas
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
+    # Before Django's own: /accounts/password/ and the one-time /accounts/set-password/ links.
+    path("accounts/", include("platform_app.people.account_urls")),
     path("accounts/", include("django.contrib.auth.urls")),
+    path("people/", include("platform_app.people.urls")),
     path("tools/", include("tools_app.manager.urls")),
     path("api/tools/schemas.json", tool_schemas, name="tool-schemas"),
     path("media/screenshots/", include("tools_app.executors.browser.urls")),
