@@ -22,6 +22,8 @@ from platform_app.models import CoreMemoryEntry, MemoryChunk, Schedule
 from tools_app.models import AuditRecord
 from tools_app.runtime import workspace_dir_for, workspace_id_for
 
+pytestmark = [pytest.mark.modes]  # the websocket and the queries, on Redis and PostgreSQL too
+
 User = get_user_model()
 REPORT = "20260101_000000_quarterly.md"
 
