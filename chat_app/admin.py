@@ -90,7 +90,7 @@ class ConversationAdmin(AuditorOnly):
     inlines = [MessageInline]
 
     def conversation_of(self, obj: Any) -> Conversation:
-        return obj  # type: ignore[no-any-return]
+        return obj
 
 
 @admin.register(Turn)
@@ -106,7 +106,7 @@ class MessageAdmin(AuditorOnly):
     search_fields = ["content"]
 
     def conversation_of(self, obj: Any) -> Conversation:
-        return obj.conversation  # type: ignore[no-any-return]
+        return obj.conversation
 
 
 @admin.register(Agent)

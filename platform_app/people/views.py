@@ -38,14 +38,23 @@ def staff_only(view: V) -> V:
     return wrapped  # type: ignore[return-value]
 
 
-def _group_choices(form: UserCreateForm | UserEditForm, actor: Any) -> list[dict[str, Any]]:
+def _group_choices(
+    form: UserCreateForm | UserEditForm, actor: Any, *, member_of: set[int] | None = None
+) -> list[dict[str, Any]]:
     """The groups checkboxes: which are ticked (posted, or the user's) and which this admin
-    may not change (shown disabled)."""
+    may not change (shown disabled, ticked as the user's membership is: a disabled box is
+    not posted)."""
     values = form["groups"].value() or []
     ticked = {str(v.pk if isinstance(v, Group) else v) for v in values}
     locked = selectors.groups_locked_for(actor)
+    member_of = member_of or set()
     return [
-        {"id": g.pk, "name": g.name, "checked": str(g.pk) in ticked, "locked": g.pk in locked}
+        {
+            "id": g.pk,
+            "name": g.name,
+            "checked": g.pk in member_of if g.pk in locked else str(g.pk) in ticked,
+            "locked": g.pk in locked,
+        }
         for g in Group.objects.exclude(name=services.EVERYONE).order_by("name")
     ]
 
@@ -128,7 +137,9 @@ def _user_page(
         "row": selectors.user_row(user),
         "subject": user,
         "form": form,
-        "group_choices": _group_choices(form, actor),
+        "group_choices": _group_choices(
+            form, actor, member_of=set(user.groups.values_list("pk", flat=True))
+        ),
         "link": link,
         "invited": invited,
         "is_self": user.pk == actor.pk,

@@ -112,6 +112,10 @@ def test_a_member_already_in_an_auditor_group_keeps_it_when_an_admin_saves_them(
     group.user_set.add(member)
     admin_client.post(f"/people/users/{member.pk}/", {"first_name": "Mia"})
     assert list(member.groups.all()) == [group]
+    html = admin_client.post(f"/people/users/{member.pk}/", {"email": "not-an-address"})
+    html = html.content.decode()
+    assert "Enter a valid email address." in html
+    assert f'value="{group.pk}" id="group-{group.pk}" checked disabled' in html
 
 
 def test_user_groups_always_include_everyone(member):
