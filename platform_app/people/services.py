@@ -46,8 +46,8 @@ def everyone_group() -> Group:
 
 
 def user_groups(user: Any) -> QuerySet[Group]:
-    """The user's groups, Everyone included: what their grants are the union of."""
-    everyone_group()
+    """The user's groups, Everyone included: what their grants are the union of. One query
+    (Everyone is matched by name: the migration made it, and the People pages remake it)."""
     return Group.objects.filter(Q(user=user) | Q(name=EVERYONE)).distinct().order_by("name")
 
 
