@@ -19,6 +19,7 @@ from infra.env import (
     envfloat,
     envint,
     envlist,
+    envmap,
     envpath,
     envsize,
     envstr,
@@ -116,14 +117,14 @@ TEMPLATES = [
 # --- database -------------------------------------------------------------------------------
 _sqlite_options = {
     # WAL + immediate transactions: the in-process worker threads write concurrently with
-    # the web thread; without these SQLite answers "database is locked" under load.
+    # the web thread. An atomic block takes the write lock when it begins (BEGIN IMMEDIATE),
+    # so it never meets "database is locked" halfway, where a deferred one that read first
+    # could; a writer that finds the lock taken waits for it (busy timeout, in seconds).
     "transaction_mode": "IMMEDIATE",
     "timeout": 30,
     "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
 }
-# Django's SQLite backend, with this process's writers queued on a lock instead of sleeping
-# in SQLite's busy handler (see infra/db/sqlite3/base.py).
-SQLITE_ENGINE = "infra.db.sqlite3"
+SQLITE_ENGINE = "django.db.backends.sqlite3"
 _database_url = envstr("DATABASE_URL")
 DB_POOL_MAX_SIZE = envint("DB_POOL_MAX_SIZE", 10, minimum=1)
 if _database_url:
@@ -246,6 +247,47 @@ LOGIN_URL = "/accounts/login/"
 PASSWORD_RESET_TIMEOUT = envint("PASSWORD_RESET_TIMEOUT", 3 * 24 * 3600, minimum=300)
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
+
+# --- single sign-on (OpenID Connect; platform_app/sso, docs/ADMIN_GUIDE.md) ------------------
+# Off while OIDC_CLIENT_ID is unset. The provider's endpoints and keys come from its discovery
+# document, read on the first SSO login (and again after a failure), not at start-up: a provider
+# that is down must not stop the app, nor local logins.
+OIDC_CLIENT_ID = envstr("OIDC_CLIENT_ID").strip()
+OIDC_CLIENT_SECRET = envstr("OIDC_CLIENT_SECRET").strip()
+OIDC_ISSUER = envstr("OIDC_ISSUER").strip().rstrip("/")
+OIDC_DISCOVERY_URL = envstr("OIDC_DISCOVERY_URL").strip() or (
+    f"{OIDC_ISSUER}/.well-known/openid-configuration" if OIDC_ISSUER else ""
+)
+OIDC_ENABLED = bool(OIDC_CLIENT_ID)
+if OIDC_ENABLED and not OIDC_DISCOVERY_URL:
+    raise ImproperlyConfigured("OIDC_CLIENT_ID is set: set OIDC_ISSUER or OIDC_DISCOVERY_URL too")
+OIDC_SCOPES = envstr("OIDC_SCOPES", "openid email profile").split()
+if OIDC_ENABLED and "openid" not in OIDC_SCOPES:
+    raise ImproperlyConfigured(f"OIDC_SCOPES={' '.join(OIDC_SCOPES)!r} must include openid")
+OIDC_PROVIDER_NAME = envstr("OIDC_PROVIDER_NAME").strip() or "SSO"
+# A dotted path reaches into nested claims (Keycloak's realm roles: realm_access.roles).
+OIDC_GROUPS_CLAIM = envstr("OIDC_GROUPS_CLAIM").strip() or "groups"
+OIDC_GROUP_MAP = envmap("OIDC_GROUP_MAP")  # claim value -> names of groups in the app
+OIDC_STAFF_GROUPS = envlist("OIDC_STAFF_GROUPS")  # claim values that make a person an admin
+OIDC_USERNAME_CLAIM = envstr("OIDC_USERNAME_CLAIM").strip() or "preferred_username"
+# An existing account whose username equals the claim is taken over by the SSO identity only
+# when this is on; otherwise that login is refused (a provider where people choose their own
+# username must not hand them someone else's account).
+OIDC_LINK_EXISTING_USERS = envbool("OIDC_LINK_EXISTING_USERS", False)
+OIDC_REDIRECT_URI = envstr("OIDC_REDIRECT_URI").strip()  # default: built from the request
+OIDC_TIMEOUT = envfloat("OIDC_TIMEOUT", 10.0, positive=True)
+OIDC_LOCAL_LOGIN = envbool("OIDC_LOCAL_LOGIN", True)
+if not OIDC_LOCAL_LOGIN and not OIDC_ENABLED:
+    raise ImproperlyConfigured(
+        "OIDC_LOCAL_LOGIN=false needs OIDC_CLIENT_ID: nobody could log in at all"
+    )
+# Without local login the password backend is gone, so no path (login page, admin login,
+# anything calling authenticate()) accepts a password; the SSO backend also answers the
+# permission checks, as ModelBackend does.
+AUTHENTICATION_BACKENDS = [
+    *(["django.contrib.auth.backends.ModelBackend"] if OIDC_LOCAL_LOGIN else []),
+    "platform_app.sso.backend.OIDCBackend",
+]
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = envstr("TIME_ZONE", "UTC")
 USE_I18N = False

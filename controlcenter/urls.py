@@ -2,11 +2,15 @@ from django.contrib import admin
 from django.urls import include, path
 
 from chat_app.health import healthz
+from platform_app.sso.views import admin_login
 from tools_app.manager.views import tool_schemas
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    # Before the admin's own: the admin login obeys OIDC_LOCAL_LOGIN like the login page.
+    path("admin/login/", admin_login),
     path("admin/", admin.site.urls),
+    path("accounts/", include("platform_app.sso.urls")),  # login page (first) and SSO steps
     # Before Django's own: /accounts/password/ and the one-time /accounts/set-password/ links.
     path("accounts/", include("platform_app.people.account_urls")),
     path("accounts/", include("django.contrib.auth.urls")),

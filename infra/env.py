@@ -116,3 +116,23 @@ def envchoice(name: str, choices: tuple[str, ...], default: str) -> str:
         shown = ", ".join(choice for choice in choices if choice)
         raise ImproperlyConfigured(f"{name}={value!r} must be one of {shown}")
     return value
+
+
+def envmap(name: str) -> dict[str, list[str]]:
+    """``key=value`` pairs, comma-separated, or one a line (always so in ``<NAME>_FILE``),
+    which lets a key hold commas as an LDAP distinguished name does. The split is at the last
+    ``=``, so a key may hold ``=`` too; a key may repeat to map to several values."""
+    raw = envstr(name)
+    by_line = bool(os.environ.get(f"{name}_FILE")) or "\n" in raw.strip()
+    items = raw.splitlines() if by_line else raw.split(",")
+    mapping: dict[str, list[str]] = {}
+    for item in items:
+        if not item.strip():
+            continue
+        key, sep, value = item.rpartition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise ImproperlyConfigured(f"{name}: {item.strip()!r} is not of the form key=value")
+        targets = mapping.setdefault(key.strip(), [])
+        if value.strip() not in targets:
+            targets.append(value.strip())
+    return mapping

@@ -4,6 +4,12 @@ Embedded mode runs Celery on ``memory://`` inside the web process. kombu's trans
 ``polling_interval`` between empty polls: the default 1 s adds a second to every tool call,
 and 1 ms keeps an idle process busy. Here a put notifies a condition the worker waits on, so a
 task is picked up at once and an idle worker sleeps.
+
+Fenced: it replaces kombu's ``drain_events`` loop, so kombu is pinned exactly (``kombu==5.7.0``
+in pyproject.toml) and tests/unit/test_upstream_contracts.py fails when the loop it replaces or
+the methods it extends change. Measured gain: a Celery round trip of ``current_time`` in
+embedded mode takes 1.5 ms (median, ``bench roundtrip``, bench/results/latest.json), where
+kombu's own polling adds up to its interval, a second, to every call.
 """
 
 from __future__ import annotations

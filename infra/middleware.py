@@ -11,6 +11,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 PUBLIC_PREFIXES = (
     "/healthz",
     "/accounts/login/",
+    "/accounts/oidc/",
     "/accounts/set-password/",
     "/static/",
     "/admin/login/",

@@ -20,6 +20,12 @@ backup. Only when the channel is empty does the receive fall back to the blockin
 more trip to back the message up), as channels_redis does. Delivery stays at least once: a
 receive cancelled between the pop and its reply leaves the message in the backup, and the next
 receive puts it back in the queue.
+
+Fenced: what it overrides is private to channels_redis, so the version is pinned exactly
+(``channels-redis==4.3.0`` in pyproject.toml) and tests/unit/test_upstream_contracts.py fails
+when the methods it replaces change. Measured gain (``bench concurrency``, distributed, 50
+turns at once): a person's own message came back to the page after 0.45 s instead of 1.3 s
+(median); two Redis round trips per ``group_send`` (every card) instead of four.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.http import HttpRequest
 
-from platform_app.models import CoreMemoryEntry, MemoryChunk, Schedule, Subagent
+from platform_app.models import CoreMemoryEntry, MemoryChunk, Schedule, SSOIdentity, Subagent
 from tools_app.errors import ToolError
 
 logger = logging.getLogger(__name__)
@@ -118,3 +118,16 @@ class SubagentAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+
+@admin.register(SSOIdentity)
+class SSOIdentityAdmin(admin.ModelAdmin):
+    """Which SSO identity signs in to which account. Deleting one unlinks it: the next SSO login
+    of that person is then a first login again (docs/ADMIN_GUIDE.md)."""
+
+    list_display = ["user", "subject", "issuer", "created_at", "last_login_at"]
+    search_fields = ["user__username", "subject"]
+    readonly_fields = ["user", "issuer", "subject", "created_at", "last_login_at"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # made by logins only

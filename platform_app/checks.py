@@ -28,5 +28,29 @@ def memory_model_dir_complete(app_configs: Any = None, **kwargs: Any) -> list[ch
     return []
 
 
+def sso_provider_reachable(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """The OIDC provider's discovery document and keys (a deployment check: it talks to the
+    provider, which the app itself only does at the first SSO login)."""
+    if not settings.OIDC_ENABLED:
+        return []
+    from platform_app.sso.client import SSOError, oidc_client, provider_metadata
+
+    client = oidc_client()
+    try:
+        provider_metadata(client)
+        client.fetch_jwk_set(force=True)
+    except (SSOError, OSError, ValueError) as exc:
+        return [
+            checks.Error(
+                str(exc),
+                hint="Check OIDC_ISSUER / OIDC_DISCOVERY_URL and that this host reaches the "
+                "provider. Password logins still work (unless OIDC_LOCAL_LOGIN=false).",
+                id="platform.E001",
+            )
+        ]
+    return []
+
+
 def register_all() -> None:
     checks.register(memory_model_dir_complete, "memory")
+    checks.register(sso_provider_reachable, "sso", deploy=True)

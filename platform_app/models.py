@@ -195,3 +195,27 @@ class BeatTick(models.Model):
 
     def __str__(self) -> str:
         return f"last tick {self.at:%Y-%m-%d %H:%M:%S}"
+
+
+class SSOIdentity(models.Model):
+    """Which account an OpenID Connect identity signs in to. An identity is its provider's
+    ``iss`` and ``sub`` (stable and never reassigned), not the username or e-mail claim, which
+    people can often change at the provider; see platform_app/sso/services.py."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sso_identities"
+    )
+    issuer = models.CharField(max_length=500)
+    subject = models.CharField(max_length=255)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_login_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "SSO identity"
+        verbose_name_plural = "SSO identities"
+        constraints = [
+            models.UniqueConstraint(fields=["issuer", "subject"], name="sso_identity_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.subject} at {self.issuer}"

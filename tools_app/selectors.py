@@ -22,7 +22,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast, overload
 
-from django.db import connection
 from django.db.models import TextField
 from django.db.models.functions import Cast
 from pydantic import ValidationError
@@ -128,25 +127,22 @@ def config_memo(key: Any, build: Callable[[], T]) -> T:
 
 
 def _current_token() -> str | None:
-    table = connection.ops.quote_name(ToolConfigVersion._meta.db_table)
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT token FROM {table} WHERE id = 1")  # noqa: S608 - our own name
-        row = cursor.fetchone()
-    return row[0] if row else None
+    # Sliced, not first(): no ORDER BY for one row found by its key.
+    return next(
+        iter(ToolConfigVersion.objects.filter(pk=1).values_list("token", flat=True)[:1]), None
+    )
 
 
-def config_snapshot(*, token: str | None = None) -> ConfigSnapshot:
+def config_snapshot() -> ConfigSnapshot:
     """The tool configuration as now stored: from memory when the stored token says it is
-    unchanged, else read again (two queries). ``token``: the stored token, when the caller has
-    just read it in a statement of its own (the claim of a tool call does)."""
+    unchanged, else read again (two queries)."""
     global _cached
     pinned: ConfigSnapshot | None = getattr(_pinned, "snapshot", None)
-    if pinned is not None and token is None:
+    if pinned is not None:
         return pinned
     # The token first, then the rows: a copy may be newer than its token (then it is read
     # again next time), never older.
-    if token is None:
-        token = _current_token()
+    token = _current_token()
     imported_refresh(token)  # in memory unless the token moved
     cached = _cached
     if token is not None and cached is not None and cached.token == token:

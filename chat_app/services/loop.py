@@ -52,7 +52,6 @@ from chat_app.services.providers import (
 )
 from chat_app.services.retry import RetryNotice, RetryPolicy, call_with_retries
 from chat_app.services.turns import turn_advance, turn_finish
-from infra.db import rows
 from tools_app import selectors
 from tools_app.events import toolcall_publish
 from tools_app.models import ToolCall
@@ -208,7 +207,7 @@ def _round_prepare(turn_id: int, *, runner: str, clients: ClientCache | None) ->
         state=Message.State.STREAMING,
         fallback=not native,
     )
-    rows.insert(message)
+    message.save()
     # Not waiting for it: the model's request goes out now; its tokens queue behind it.
     message_publish(message, calls=[], wait=False)
     kind = kind_for(agent)

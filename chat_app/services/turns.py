@@ -13,7 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
+from django.db.models import Exists, Q
 from django.utils import timezone
 
 from chat_app.agent_kinds import FINAL_ANSWER, kind_for_conversation, kind_for_turn
@@ -23,7 +24,6 @@ from chat_app.services.agents import agent_for_conversation
 from chat_app.services.slash import slash_run
 from chat_app.signals import turn_finished, turn_stopping
 from infra.celery_app import app as celery_app
-from infra.db import rows
 from tools_app.models import ToolCall
 from tools_app.services.execution import toolcall_cancel
 
@@ -127,9 +127,9 @@ def turn_start(
         conversation=conversation, role=Message.Role.USER, content=text, origin=origin
     )
     with transaction.atomic():
-        rows.insert(turn)
+        turn.save()
         message.turn = turn
-        rows.insert(message)
+        message.save()
         titled = conversation_touch(conversation, first_text=text)
     # The person's message goes out before the round is queued: whatever the round publishes
     # (its reply, a refused call's card) must follow it on the page.
@@ -242,41 +242,21 @@ def turn_advance(turn_id: int) -> None:
 
 
 def _back_to_model(turn_id: int) -> bool:
-    """The common case of turn_advance in one statement: a chat turn, not stopped, whose calls
-    have all finished and did not include a successful final_answer, goes back to the model.
-    Written out: the ORM building its two correlated subqueries (Exists, OuterRef) cost several
-    times what the database takes to run it, once for every tool call that finishes."""
-    qn, col = connection.ops.quote_name, rows.column
-    turn, call = Turn._meta, ToolCall._meta
-    table, calls = qn(turn.db_table), qn(call.db_table)
-    of_turn = f"c.{col(call, 'turn')} = {table}.{col(turn, 'id')}"
-    terminal = ", ".join(["%s"] * len(ToolCall.TERMINAL))
-    sql = (  # our own table and column names; every value is a parameter
-        f"UPDATE {table} SET {col(turn, 'phase')} = %s, "  # noqa: S608
-        f"{col(turn, 'heartbeat_at')} = %s, {col(turn, 'requeued')} = 0 "
-        f"WHERE {col(turn, 'id')} = %s AND {col(turn, 'status')} = %s "
-        f"AND {col(turn, 'phase')} = %s AND {col(turn, 'kind')} = %s "
-        f"AND {col(turn, 'cancel_requested')} = %s "
-        f"AND NOT EXISTS (SELECT 1 FROM {calls} c WHERE {of_turn} "
-        f"AND c.{col(call, 'status')} NOT IN ({terminal})) "
-        f"AND NOT EXISTS (SELECT 1 FROM {calls} c WHERE {of_turn} "
-        f"AND c.{col(call, 'tool')} = %s AND c.{col(call, 'status')} = %s)"
+    """The common case of turn_advance in one conditional UPDATE: a chat turn, not stopped,
+    none of whose calls is unfinished or a successful final_answer, goes back to the model.
+    When calls finish together, only the UPDATE that matches advances the turn."""
+    holding = ToolCall.objects.filter(turn_id=turn_id).filter(
+        ~Q(status__in=ToolCall.TERMINAL) | Q(tool=FINAL_ANSWER, status=ToolCall.Status.SUCCEEDED)
     )
-    params = [
-        Turn.Phase.MODEL.value,
-        rows.db_value(Turn, "heartbeat_at", timezone.now()),
-        turn_id,
-        Turn.Status.RUNNING.value,
-        Turn.Phase.TOOLS.value,
-        Turn.Kind.CHAT.value,
-        False,
-        *(ToolCall.Status(status).value for status in ToolCall.TERMINAL),
-        FINAL_ANSWER,
-        ToolCall.Status.SUCCEEDED.value,
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.rowcount > 0
+    advanced = Turn.objects.filter(
+        ~Exists(holding),
+        pk=turn_id,
+        status=Turn.Status.RUNNING,
+        phase=Turn.Phase.TOOLS,
+        kind=Turn.Kind.CHAT,
+        cancel_requested=False,
+    ).update(phase=Turn.Phase.MODEL, heartbeat_at=timezone.now(), requeued=0)
+    return advanced > 0
 
 
 def _owned_conversation(user: Any, conversation_id: int) -> Conversation:

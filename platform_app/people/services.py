@@ -28,7 +28,7 @@ from django.utils.http import urlsafe_base64_encode
 
 from tools_app.services.audit import AUDIT_CONVERSATIONS_PERMISSION, audit_people_change
 
-EVERYONE = "Everyone"  # created by the migration platform.0004_everyone_group
+EVERYONE = "Everyone"  # created by the migration platform.0005_everyone_group
 
 
 class PeopleError(Exception):

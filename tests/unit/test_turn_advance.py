@@ -1,11 +1,14 @@
 """``turn_advance``'s one-statement fast path (a chat turn whose calls have all finished goes
-back to the model) decides as the state machine does, on SQLite and PostgreSQL."""
+back to the model) decides as the state machine does, on SQLite and PostgreSQL, and moves a
+turn on once however many of its calls finish at the same moment."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from chat_app.agent_kinds import FINAL_ANSWER
@@ -99,3 +102,32 @@ def test_another_turns_running_call_does_not_hold_this_one(
     call(other, ToolCall.Status.RUNNING)
     assert turns._back_to_model(turn.pk)
     assert not turns._back_to_model(other.pk)
+
+
+def test_a_turn_advances_once_when_its_calls_finish_together(
+    conversation: Any, queued: list[int]
+) -> None:
+    turn = tools_turn(conversation)
+    for _ in range(4):
+        call(turn, ToolCall.Status.SUCCEEDED)
+    together = threading.Barrier(4)
+    errors: list[BaseException] = []
+
+    def finisher() -> None:  # what each call's finish does last
+        try:
+            together.wait(5)
+            turns.turn_advance(turn.pk)
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=finisher) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert errors == []
+    assert queued == [turn.pk]
+    turn.refresh_from_db()
+    assert (turn.phase, turn.requeued) == ("model", 0)

@@ -7,11 +7,8 @@ import re
 from datetime import timedelta
 from typing import Any
 
-from django.contrib.auth import get_user_model
-from django.db import connection
 from django.utils import timezone
 
-from infra.db import rows
 from tools_app.models import AuditRecord, ToolCall
 
 RESULT_CAP = 16_000  # characters of JSON kept per result
@@ -45,7 +42,7 @@ def cap_result(result: Any) -> Any:
 
 def _call_fields(call: ToolCall, changes: dict[str, Any] | None = None) -> dict[str, Any]:
     """The record's copy of the call; ``changes``: field values the call is about to be given
-    (a finish writes its record in the statement that stores them)."""
+    (a finish writes its record in the transaction that stores them)."""
     changes = changes or {}
 
     def get(name: str) -> Any:
@@ -74,61 +71,29 @@ def _call_fields(call: ToolCall, changes: dict[str, Any] | None = None) -> dict[
 def audit_call(call: ToolCall, *, new: bool = False, changes: dict[str, Any] | None = None) -> None:
     """Open (``new``) or complete the record of ``call`` (one record per call); ``changes``:
     field values the call is being given in the same transaction."""
+    fields = _call_fields(call, changes)
     if not new and (
-        AuditRecord.objects.filter(kind=AuditRecord.Kind.CALL, tool_call=call).update(
-            **_call_fields(call, changes)
-        )
+        AuditRecord.objects.filter(kind=AuditRecord.Kind.CALL, tool_call=call).update(**fields)
     ):
         return
-    table, values, params = audit_call_insert(call, changes)
-    with connection.cursor() as cursor:
-        cursor.execute(f"INSERT INTO {table} VALUES ({values})", params)  # noqa: S608 - our own names
-
-
-def audit_call_insert(
-    call: ToolCall, changes: dict[str, Any] | None = None
-) -> tuple[str, str, list[Any]]:
-    """The call's new record as parts of an ``INSERT``: ``table (columns)``, the values (SQL,
-    with placeholders) and their parameters (``infra.db.rows``): a finish needs them
-    inside its own statement (``toolcall_finish``). The username and the conversation title
-    are copied by subselects inside the INSERT, as they are now: the record outlives both, and
-    costs no query of its own."""
-    shape = rows.insert_shape(AuditRecord, computed=_computed, name="call record")
-    record = AuditRecord(
+    # The username and the conversation's title (the record outlives both): read with the
+    # call when it was claimed (``call_statements.call_claim``), else as they are now.
+    if hasattr(call, "cc_username"):
+        username, title = call.cc_username, getattr(call, "cc_title", "")
+    else:
+        username, title = (
+            ToolCall.objects.filter(pk=call.pk)
+            .values_list("user__username", "conversation__title")
+            .get()
+        )
+    AuditRecord.objects.create(
         kind=AuditRecord.Kind.CALL,
         tool_call_id=call.pk,
         user_id=call.user_id,
-        **_call_fields(call, changes),
+        username=username or "",
+        conversation_title=title or "",
+        **fields,
     )
-    copied = {"username": call.user_id, "conversation_title": call.conversation_id}
-    return shape.target, shape.values, rows.insert_params(shape, record, copied)
-
-
-def _computed() -> dict[str, str]:
-    # The conversation model as the call's foreign key names it (it lives in the chat app).
-    conversation = ToolCall._meta.get_field("conversation").related_model
-    assert isinstance(conversation, type)
-    qn = connection.ops.quote_name
-    sql = {}
-    for name, model, column in (
-        ("username", get_user_model(), "username"),
-        ("conversation_title", conversation, "title"),
-    ):
-        key = qn(str(model._meta.pk.column if model._meta.pk else "id"))
-        # Our own table and column names; the only value is a parameter.
-        row = f"SELECT {qn(column)} FROM {qn(model._meta.db_table)} WHERE {key} = %s"  # noqa: S608
-        sql[name] = f"COALESCE(({row}), '')"
-    if connection.vendor == "postgresql":
-        # In a finish's ``INSERT … SELECT`` PostgreSQL takes a bare parameter for text, so the
-        # others are cast to their column's type (a cast to text would not check a column's
-        # length, and SQLite's casts change values: neither gets one).
-        for field in AuditRecord._meta.concrete_fields:
-            if field.name not in sql and field.get_internal_type() not in (
-                "CharField",
-                "TextField",
-            ):
-                sql[field.name] = f"CAST(%s AS {field.cast_db_type(connection)})"
-    return sql
 
 
 def audit_approval(

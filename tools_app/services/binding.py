@@ -21,7 +21,6 @@ from django.utils import timezone
 from pydantic import ValidationError
 
 from infra.celery_app import app as celery_app
-from infra.db import rows
 from tools_app import selectors
 from tools_app.errors import PolicyDenied, ToolError
 from tools_app.models import ToolCall
@@ -350,7 +349,7 @@ def toolcall_store(
             )
         except _Refused as refused:
             _refuse(call, refused)
-    rows.insert(call)
+    call.save()
     if call.status != ToolCall.Status.QUEUED:
         # Refused or waiting for a person: recorded now. A queued call is recorded when it
         # finishes (every call finishes: run, cancelled, or failed by the reaper), one write

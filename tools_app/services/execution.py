@@ -17,15 +17,14 @@ from datetime import timedelta
 from typing import Any, cast
 
 from django.conf import settings as django_settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from infra.db import rows
 from tools_app import selectors
 from tools_app.errors import PolicyDenied, ToolCancelled, ToolError, ToolTimeout
 from tools_app.events import toolcall_publish
-from tools_app.models import AuditRecord, ToolCall, ToolConfigVersion
+from tools_app.models import AuditRecord, ToolCall
 from tools_app.registry import (
     activity_name,
     get_tool,
@@ -33,8 +32,9 @@ from tools_app.registry import (
     resolve_activity,
 )
 from tools_app.runtime import ActivityContext
-from tools_app.services.audit import audit_call, audit_call_insert
+from tools_app.services.audit import audit_call
 from tools_app.services.binding import toolcall_send
+from tools_app.services.call_statements import call_claim, call_end
 from tools_app.services.watchdog import watch_call
 from tools_app.signals import toolcall_finished
 
@@ -56,94 +56,33 @@ def _worker_name() -> str:
     return f"{socket.gethostname()}:{threading.current_thread().name}"
 
 
-def _claim(tool_call_id: int) -> ToolCall | None:
-    """``queued → running`` if the call is still queued, in one statement that also returns
-    the claimed row, whether the call's audit record is open already (it is when the call
-    waited for approval), and the tool configuration's token: ``UPDATE … RETURNING``, which
-    the ORM's ``update()`` cannot do, instead of three more queries before the call starts."""
-    qn = connection.ops.quote_name
-    meta = ToolCall._meta
-    audit, version = AuditRecord._meta, ToolConfigVersion._meta
-    col = rows.column
-    now = timezone.now()
-    v = col(meta, "version")
-    sql = (  # our own table and column names; every value is a parameter
-        f"UPDATE {qn(meta.db_table)} SET {col(meta, 'status')} = %s, "  # noqa: S608
-        f"{col(meta, 'started_at')} = %s, {col(meta, 'heartbeat_at')} = %s, "
-        f"{col(meta, 'worker')} = %s, {v} = {v} + 1 "
-        f"WHERE {col(meta, 'id')} = %s AND {col(meta, 'status')} = %s "
-        f"RETURNING *, EXISTS (SELECT 1 FROM {qn(audit.db_table)} "
-        f"WHERE {col(audit, 'tool_call')} = %s AND {col(audit, 'kind')} = %s) AS cc_audit_open, "
-        f"(SELECT {col(version, 'token')} FROM {qn(version.db_table)} "
-        f"WHERE {col(version, 'id')} = 1) AS cc_config_token"
+def _claim(tool_call_id: int) -> tuple[ToolCall, bool] | None:
+    """``queued → running`` if the call is still queued: a conditional UPDATE, so of two
+    workers given the same call one runs it. Then the claimed row, and whether its audit
+    record is open already (it is when the call waited for approval), so that the finish
+    completes it or creates it without looking for it first."""
+    call = call_claim(tool_call_id, worker=_worker_name(), now=timezone.now())
+    if call is None:
+        return None
+    # Binding stores a call at version 0 and the claim made it 1: a record can only exist
+    # when something (an approval) changed the call in between.
+    audit_open = (
+        call.version > 1
+        and AuditRecord.objects.filter(
+            tool_call_id=tool_call_id, kind=AuditRecord.Kind.CALL
+        ).exists()
     )
-    params = [
-        ToolCall.Status.RUNNING.value,
-        rows.db_value(ToolCall, "started_at", now),
-        rows.db_value(ToolCall, "heartbeat_at", now),
-        _worker_name(),
-        tool_call_id,
-        ToolCall.Status.QUEUED.value,
-        tool_call_id,
-        AuditRecord.Kind.CALL.value,
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        row = cursor.fetchone()
-        if row is None:
-            return None
-        names = tuple(d[0] for d in cursor.description)
-    return _call_from_row(names, row)
-
-
-# (vendor, returned column names) → how to build the ToolCall from such a row.
-_ROW_PLANS: dict[tuple[str, tuple[str, ...]], tuple[list[Any], dict[str, int]]] = {}
-
-
-def _call_from_row(names: tuple[str, ...], row: Any) -> ToolCall:
-    """The ToolCall of a ``RETURNING *, …`` row, as ``ToolCall.objects.raw`` builds it (each
-    field through the backend's and its own converters; other columns become attributes),
-    without working out the column mapping and converters again for every call: that took
-    longer than the statement."""
-    key = (connection.vendor, names)
-    plan = _ROW_PLANS.get(key)
-    if plan is None:
-        meta = ToolCall._meta
-        position = {name: i for i, name in enumerate(names)}
-        fields = []
-        for field in meta.concrete_fields:
-            expression = field.get_col(meta.db_table)
-            converters = [
-                *connection.ops.get_db_converters(expression),
-                *expression.get_db_converters(connection),
-            ]
-            fields.append((position[str(field.column)], converters, expression))
-        columns = {str(f.column) for f in meta.concrete_fields}
-        extra = {name: i for i, name in enumerate(names) if name not in columns}
-        plan = (fields, extra)
-        _ROW_PLANS[key] = plan
-    fields, extra = plan
-    values = []
-    for index, converters, expression in fields:
-        value = row[index]
-        for converter in converters:
-            value = converter(value, expression, connection)
-        values.append(value)
-    call = ToolCall.from_db(
-        connection.alias, [f.attname for f in ToolCall._meta.concrete_fields], values
-    )
-    for name, index in extra.items():
-        setattr(call, name, row[index])
-    return call
+    return call, audit_open
 
 
 def toolcall_execute(*, tool_call_id: int) -> None:
-    call = _claim(tool_call_id)
-    if call is None:  # cancelled (or taken) before it started
+    claimed = _claim(tool_call_id)
+    if claimed is None:  # cancelled (or taken) before it started
         return
+    call, audit_open = claimed
 
     # Imported tools (MCP, OpenAPI) are registered as the configuration's token has them.
-    config = selectors.config_snapshot(token=getattr(call, "cc_config_token", None))
+    config = selectors.config_snapshot()
     tool = get_tool(call.tool)
     settings = config.settings(_settings_group(call))
     own_timeout = config.function(call.tool).timeout_seconds
@@ -215,7 +154,7 @@ def toolcall_execute(*, tool_call_id: int) -> None:
         sandbox_id=ctx.sandbox_id,
         only_if=ToolCall.Status.RUNNING,
         current=True,
-        audit_open=bool(getattr(call, "cc_audit_open", True)),
+        audit_open=audit_open,
     )
 
 
@@ -266,8 +205,8 @@ def toolcall_finish(
 
     ``current``: ``call`` is the row as the caller claimed it (its version is the stored one),
     so the finished call is built in memory instead of read back (one query less per call).
-    ``audit_open=False``: the caller knows the call has no audit record yet, so it is written
-    in one INSERT rather than an UPDATE that finds nothing first.
+    ``audit_open=False``: the caller knows the call has no audit record yet, so it is created
+    rather than looked for by an UPDATE that finds nothing first.
     """
     allowed = (only_if,) if isinstance(only_if, str) else only_if
     fields: dict[str, Any] = {
@@ -306,44 +245,12 @@ def toolcall_finish(
 def _finish_current(
     call: ToolCall, allowed: tuple[str, ...], fields: dict[str, Any], *, audit_open: bool
 ) -> bool:
-    """Store the end of a call this process claimed, and its audit record, together.
-
-    ``UPDATE … WHERE id = … AND status IN allowed AND version = call.version``: what
-    ``ToolCall.objects.filter(...).update(**fields)`` sends, written out because building it
-    through the ORM took longer than the statement takes to run, on the path between the
-    command's end and its finished card. On PostgreSQL the audit record's INSERT goes in the
-    same statement (a data-modifying ``WITH``: one round trip, one commit); elsewhere both go
-    in one transaction. Either way a call never ends without its record."""
-    meta = ToolCall._meta
-    sets = [f"{rows.column(meta, name)} = %s" for name in fields]
-    params = [rows.db_value(ToolCall, name, value) for name, value in fields.items()]
-    update = (  # our own table and column names; every value is a parameter
-        f"UPDATE {connection.ops.quote_name(meta.db_table)} SET {', '.join(sets)} "  # noqa: S608
-        f"WHERE {rows.column(meta, 'id')} = %s "
-        f"AND {rows.column(meta, 'status')} IN ({', '.join(['%s'] * len(allowed))}) "
-        f"AND {rows.column(meta, 'version')} = %s"
-    )
-    params += [call.pk, *allowed, call.version]
-    if audit_open:  # a call that waited for approval: its record is completed, not opened
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(update, params)
-            if not cursor.rowcount:
-                return False
-            audit_call(call, changes=fields)
-        return True
-    table, values, audit_params = audit_call_insert(call, fields)
-    if connection.vendor == "postgresql":
-        sql = f"WITH done AS ({update} RETURNING 1) INSERT INTO {table} SELECT {values} FROM done"  # noqa: S608
-        with connection.cursor() as cursor:
-            cursor.execute(sql, [*params, *audit_params])
-            return bool(cursor.rowcount)
-    # Both statements built before the transaction: on SQLite it holds the process's writers.
-    insert = f"INSERT INTO {table} VALUES ({values})"  # noqa: S608
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(update, params)
-        if not cursor.rowcount:
+    """Store the end of a call this process claimed (``version``: nobody else changed it
+    meanwhile) and its audit record together, so a call never ends without its record."""
+    with transaction.atomic():
+        if not call_end(call, fields, allowed=allowed):
             return False
-        cursor.execute(insert, audit_params)
+        audit_call(call, new=not audit_open, changes=fields)
     return True
 
 

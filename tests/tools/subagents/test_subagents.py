@@ -14,6 +14,7 @@ import pytest
 from django.template.loader import render_to_string
 
 from chat_app.models import Conversation, Message, Turn
+from chat_app.services import turns
 from chat_app.services.turns import turn_start, turn_stop
 from platform_app import subagents
 from platform_app.models import Subagent
@@ -187,6 +188,10 @@ def test_spawns_racing_each_other_cannot_pass_the_concurrency_limit_together(
         return depth
 
     monkeypatch.setattr(subagents, "limits_check", slow_check)
+    # The helpers stay running: a runner alive in this process (an earlier test's) would end
+    # their turns at once (no provider here), and a spawn that found its predecessor ended
+    # may rightly start. On SQLite which writer goes next is SQLite's busy handler's choice.
+    monkeypatch.setattr(turns, "_queue_round", lambda turn_id: None)
     racers = 4
     barrier = threading.Barrier(racers)
     outcomes: list[str] = []

@@ -6,7 +6,9 @@ from typing import Any
 
 from django.apps import apps
 from django.core.management.base import BaseCommand
-from django.db import connection, transaction
+from django.db import transaction
+from django.db.models import TextField
+from django.db.models.functions import Cast
 
 from infra.secrets import EncryptedTextField, derived_key, new_key, rotate
 
@@ -49,12 +51,7 @@ class Command(BaseCommand):
 
 
 def _stored_values(model: Any, names: list[str]) -> list[tuple[Any, ...]]:
-    """(pk, *stored tokens), read with SQL: rotation needs the tokens, not the plain text."""
-    quote = connection.ops.quote_name
-    columns = ", ".join(quote(model._meta.get_field(n).column) for n in names)
-    table = quote(model._meta.db_table)
-    # Identifiers from model metadata, quoted; no values in the statement.
-    sql = f"SELECT {quote(model._meta.pk.column)}, {columns} FROM {table}"  # noqa: S608
-    with connection.cursor() as cursor:
-        cursor.execute(sql)
-        return [tuple(row) for row in cursor.fetchall()]
+    """(pk, *stored tokens): each column read as plain text, not through its field (which
+    would decrypt it): rotation needs the tokens, not the plain text."""
+    stored = {f"stored_{name}": Cast(name, output_field=TextField()) for name in names}
+    return list(model._base_manager.annotate(**stored).values_list("pk", *stored))

@@ -14,7 +14,7 @@ def create_everyone(apps, schema_editor):  # type: ignore[no-untyped-def]
 class Migration(migrations.Migration):
     dependencies = [
         ("auth", "0012_alter_user_first_name_max_length"),
-        ("platform", "0003_tool_scope"),
+        ("platform", "0004_sso_identity"),
     ]
 
     # Going back leaves the group: grants and approver settings may name it by then.
