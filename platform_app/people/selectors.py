@@ -7,8 +7,9 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.db.models import Count, Prefetch, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
 
+from platform_app.models import SSOIdentity
 from platform_app.people.services import EVERYONE, everyone_group
 from tools_app.services.audit import AUDIT_CONVERSATIONS_PERMISSION
 
@@ -50,6 +51,18 @@ class UserRow:
     user: Any
     groups: list[Group]
     roles: list[str] = field(default_factory=list)
+    sso: bool = False  # linked to a single sign-on identity
+
+    @property
+    def status(self) -> str:
+        """active, deactivated, invited (never signed in, no password yet) or "password link"
+        (a reset is pending). An SSO account needs no password."""
+        user = self.user
+        if not user.is_active:
+            return "deactivated"
+        if user.has_usable_password() or self.sso:
+            return "active"
+        return "invited" if user.last_login is None else "password link"
 
 
 @dataclass(frozen=True)
@@ -85,6 +98,7 @@ def users_rows(*, q: str = "", show: str = "active") -> list[UserRow]:
         get_user_model()
         .objects.order_by("username")
         .prefetch_related(Prefetch("groups", queryset=Group.objects.order_by("name")))
+        .annotate(has_sso=Exists(SSOIdentity.objects.filter(user=OuterRef("pk"))))
     )
     if show == "active":
         users = users.filter(is_active=True)
@@ -101,13 +115,15 @@ def users_rows(*, q: str = "", show: str = "active") -> list[UserRow]:
     rows = []
     for user in users:
         groups = list(user.groups.all())
-        rows.append(UserRow(user, groups, sources.roles(user, {g.pk for g in groups})))
+        roles = sources.roles(user, {g.pk for g in groups})
+        rows.append(UserRow(user, groups, roles, sso=user.has_sso))
     return rows
 
 
 def user_row(user: Any) -> UserRow:
     groups = list(user.groups.order_by("name"))
-    return UserRow(user, groups, _RoleSources.load().roles(user, {g.pk for g in groups}))
+    roles = _RoleSources.load().roles(user, {g.pk for g in groups})
+    return UserRow(user, groups, roles, sso=user.sso_identities.exists())
 
 
 @dataclass

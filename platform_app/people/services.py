@@ -109,6 +109,20 @@ def email_enabled() -> bool:
     return bool(settings.EMAIL_ENABLED)
 
 
+def password_login_enabled() -> bool:
+    """False with OIDC_LOCAL_LOGIN=false: people sign in only through single sign-on, so
+    the People pages set no passwords and issue no links."""
+    return bool(settings.OIDC_LOCAL_LOGIN)
+
+
+def check_password_login() -> None:
+    if not password_login_enabled():
+        raise PeopleError(
+            "Password login is off (OIDC_LOCAL_LOGIN=false): people sign in with single "
+            "sign-on, and their account is made at their first sign-in."
+        )
+
+
 # --- one-time set-password links ------------------------------------------------------------
 @dataclass(frozen=True)
 class PasswordLink:
@@ -177,6 +191,7 @@ def user_create(
     """A new account, with a password set now, or (``password`` None) invited: no usable
     password until they follow the one-time link, which is returned (and emailed when email
     is configured and the user has an address)."""
+    check_password_login()
     chosen = {g for g in groups if not is_everyone(g)}
     _check_groups_assignable(actor=actor, before=set(), after=chosen)
     user = get_user_model().objects.create_user(
@@ -262,6 +277,7 @@ def user_password_reset(*, actor: Any, user: Any, base_url: str) -> PasswordLink
     the returned one-time link sets a new one. Also a fresh invitation for someone whose
     first link expired or got lost."""
     check_may_change_user(actor=actor, user=user)
+    check_password_login()
     if user.pk == actor.pk:
         raise PeopleError("Change your own password on the Password page.")
     if not user.is_active:

@@ -86,6 +86,11 @@ def users(request: HttpRequest) -> HttpResponse:
 @staff_only
 @require_http_methods(["GET", "POST"])
 def user_new(request: HttpRequest) -> HttpResponse:
+    try:
+        services.check_password_login()
+    except PeopleError as exc:
+        messages.error(request, exc.message)
+        return redirect("people:users")
     form = UserCreateForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
@@ -341,6 +346,11 @@ class PasswordChange(PasswordChangeView):
     template_name = "people/password.html"
     success_url = reverse_lazy("account:password")
 
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not services.password_login_enabled():  # the page says why; nothing is changed
+            return self.get(request, *args, **kwargs)
+        return super().post(request, *args, **kwargs)
+
     def form_valid(self, form: Any) -> HttpResponse:
         response = super().form_valid(form)
         messages.success(self.request, "Your password is changed.")
@@ -357,7 +367,9 @@ class SetPasswordFromLink(PasswordResetConfirmView):
 
     def get_user(self, uidb64: str) -> Any:
         user = super().get_user(uidb64)
-        # A deactivated account's old link sets nothing.
+        # A deactivated account's old link sets nothing; nor does any with password login off.
+        if not services.password_login_enabled():
+            return None
         return user if user is not None and user.is_active else None
 
     def form_valid(self, form: Any) -> HttpResponse:
