@@ -1,10 +1,14 @@
 from __future__ import annotations
 
-from django.contrib import admin
-from django.http import HttpRequest
+from typing import Any
 
+from django.contrib import admin
+from django.http import HttpRequest, HttpResponse
+
+from chat_app import selectors
 from chat_app.forms import ProviderForm
 from chat_app.models import Agent, Conversation, Message, Provider, Turn
+from chat_app.services import privacy
 
 
 @admin.register(Provider)
@@ -42,12 +46,51 @@ class MessageInline(admin.TabularInline):
     show_change_link = True
 
 
+class AuditorOnly(admin.ModelAdmin):
+    """Conversations and messages are their owners': in the admin too, only an auditor (the
+    permission ``chat_app.audit_conversations``, on top of the model's own) sees them, and
+    opening one is audited like reading it in the chat."""
+
+    def _auditor(self, request: HttpRequest) -> bool:
+        return selectors.may_read_others_conversations(request.user)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self._auditor(request) and super().has_view_permission(request, obj)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self._auditor(request) and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self._auditor(request) and super().has_delete_permission(request, obj)
+
+    def conversation_of(self, obj: Any) -> Conversation:
+        raise NotImplementedError
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        obj = self.get_object(request, object_id)
+        if obj is not None and self.has_view_permission(request, obj):
+            conversation = self.conversation_of(obj)
+            privacy.conversation_read_record(
+                user=request.user, conversation=conversation, via="admin"
+            )
+        return super().change_view(request, object_id, form_url, extra_context)
+
+
 @admin.register(Conversation)
-class ConversationAdmin(admin.ModelAdmin):
+class ConversationAdmin(AuditorOnly):
     list_display = ["title", "owner", "provider", "updated_at"]
     list_filter = ["owner"]
     search_fields = ["title"]
     inlines = [MessageInline]
+
+    def conversation_of(self, obj: Any) -> Conversation:
+        return obj
 
 
 @admin.register(Turn)
@@ -57,10 +100,13 @@ class TurnAdmin(admin.ModelAdmin):
 
 
 @admin.register(Message)
-class MessageAdmin(admin.ModelAdmin):
+class MessageAdmin(AuditorOnly):
     list_display = ["id", "conversation", "role", "state", "created_at"]
     list_filter = ["role", "state"]
     search_fields = ["content"]
+
+    def conversation_of(self, obj: Any) -> Conversation:
+        return obj.conversation
 
 
 @admin.register(Agent)

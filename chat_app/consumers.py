@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from chat_app import selectors
-from chat_app.services import turns
+from chat_app.services import privacy, turns
 from infra.events import conversation_group
 from infra.websocket import SafeJsonConsumer, db
 from tools_app.services import approval
@@ -26,10 +26,11 @@ class ConversationConsumer(SafeJsonConsumer):
         if user is None or not user.is_authenticated:
             await self.close(code=4401)
             return
-        visible = await db(selectors.conversation_visible_to)(
-            user=user, conversation_id=self.conversation_id
+        # Someone else's conversation needs the auditor permission, and the read is audited.
+        visible = await db(privacy.conversation_read)(
+            user=user, conversation_id=self.conversation_id, via="live"
         )
-        if not visible:  # not theirs, or gone: same answer, no hint which
+        if visible is None:  # not theirs, or gone: same answer, no hint which
             await self.close(code=4403)
             return
         self.group = conversation_group(self.conversation_id)

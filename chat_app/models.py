@@ -101,6 +101,12 @@ class Conversation(models.Model):
 
     class Meta:
         ordering = ["-updated_at", "-id"]
+        # A conversation is its owner's. Reading someone else's needs this permission, given
+        # to a group (Group.permissions); staff do not have it by being staff. Superusers do,
+        # as they hold every permission. Each such read is audited (chat_app/services/privacy).
+        permissions = [
+            ("audit_conversations", "Can read other people's conversations (each read audited)")
+        ]
 
     def __str__(self) -> str:
         return self.title

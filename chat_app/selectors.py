@@ -10,6 +10,7 @@ from django.template.loader import render_to_string
 from chat_app.agent_kinds import latest_plan_html
 from chat_app.models import Conversation, Message, Turn
 from tools_app.models import ToolCall
+from tools_app.services.audit import AUDIT_CONVERSATIONS_PERMISSION
 
 
 def conversations_for(user: Any) -> QuerySet[Conversation]:
@@ -20,10 +21,16 @@ def conversation_for(user: Any, conversation_id: int) -> Conversation | None:
     return conversations_for(user).filter(pk=conversation_id).first()
 
 
+def may_read_others_conversations(user: Any) -> bool:
+    """Holds the auditor permission (through a group, or as a superuser). Being staff is not
+    enough: a conversation is its owner's."""
+    return bool(getattr(user, "is_active", False) and user.has_perm(AUDIT_CONVERSATIONS_PERMISSION))
+
+
 def conversation_for_viewer(user: Any, conversation_id: int) -> Conversation | None:
-    """The owner's conversation; staff may also look at anyone's (read-only: the audit log
-    links to them)."""
-    if getattr(user, "is_staff", False):
+    """The owner's conversation; an auditor may also look at anyone's (read-only, and each
+    such read is audited: chat_app.services.privacy)."""
+    if may_read_others_conversations(user):
         return Conversation.objects.select_related("owner").filter(pk=conversation_id).first()
     return conversation_for(user, conversation_id)
 
@@ -39,14 +46,6 @@ def conversation_messages(conversation: Conversation) -> list[Message]:
 
 def running_turn(conversation: Conversation) -> Turn | None:
     return conversation.turns.filter(status=Turn.Status.RUNNING).order_by("-id").first()
-
-
-def conversation_visible_to(*, user: Any, conversation_id: int) -> bool:
-    """The access check of a (re)connecting page, without rendering anything."""
-    conversations = (
-        Conversation.objects.all() if getattr(user, "is_staff", False) else conversations_for(user)
-    )
-    return conversations.filter(pk=conversation_id).exists()
 
 
 def conversation_snapshot_for(*, user: Any, conversation_id: int) -> dict[str, Any] | None:

@@ -14,6 +14,7 @@ from chat_app.agent_kinds import clarification_waiting, latest_plan_html
 from chat_app.forms import AgentChoiceForm, RenameForm
 from chat_app.models import Conversation
 from chat_app.pages import page_panels
+from chat_app.services import privacy
 from chat_app.services.agents import agent_default
 from chat_app.services.providers import provider_default
 
@@ -49,7 +50,9 @@ def conversation_new(request: AuthedHtmxRequest) -> HttpResponse:
 
 @login_required
 def conversation_page(request: AuthedHtmxRequest, conversation_id: int) -> HttpResponse:
-    conversation = selectors.conversation_for_viewer(request.user, conversation_id)
+    conversation = privacy.conversation_read(
+        user=request.user, conversation_id=conversation_id, via="page"
+    )
     if conversation is None:
         raise Http404("conversation not found")
     default_agent = agent_default()  # there is always at least "General" to pick

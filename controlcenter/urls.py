@@ -11,7 +11,10 @@ urlpatterns = [
     path("admin/login/", admin_login),
     path("admin/", admin.site.urls),
     path("accounts/", include("platform_app.sso.urls")),  # login page (first) and SSO steps
+    # Before Django's own: /accounts/password/ and the one-time /accounts/set-password/ links.
+    path("accounts/", include("platform_app.people.account_urls")),
     path("accounts/", include("django.contrib.auth.urls")),
+    path("people/", include("platform_app.people.urls")),
     path("tools/", include("tools_app.manager.urls")),
     path("api/tools/schemas.json", tool_schemas, name="tool-schemas"),
     path("media/screenshots/", include("tools_app.executors.browser.urls")),

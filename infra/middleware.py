@@ -6,11 +6,13 @@ from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-# Everything needs a login except these prefixes.
+# Everything needs a login except these prefixes. /accounts/set-password/ is the page of a
+# one-time link (invitation, reset): its token is the credential.
 PUBLIC_PREFIXES = (
     "/healthz",
     "/accounts/login/",
     "/accounts/oidc/",
+    "/accounts/set-password/",
     "/static/",
     "/admin/login/",
 )

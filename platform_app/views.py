@@ -12,8 +12,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from chat_app import selectors as chat_selectors
 from chat_app.models import Agent, Conversation
+from chat_app.services import privacy
 from platform_app import reports
 from platform_app.api_tokens import TokenError, api_token_create, api_token_revoke
 from platform_app.models import Schedule
@@ -106,14 +106,19 @@ def schedule_list(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def schedule_delete(request: HttpRequest, schedule_id: int) -> HttpResponse:
-    Schedule.objects.filter(pk=schedule_id, user_id=int(request.user.pk or 0)).delete()
+    deleted, _ = Schedule.objects.filter(pk=schedule_id, user_id=int(request.user.pk or 0)).delete()
+    if not deleted:  # someone else's, or gone: the same answer
+        raise Http404("schedule not found")
     if getattr(request, "htmx", False):
         return schedule_list(request)
     return redirect("chat:index")
 
 
-def _viewed(request: HttpRequest, conversation_id: int) -> Conversation:
-    conversation = chat_selectors.conversation_for_viewer(request.user, conversation_id)
+def _viewed(request: HttpRequest, conversation_id: int, *, via: str) -> Conversation:
+    """The owner's conversation, or anyone's for an auditor (the read is audited)."""
+    conversation = privacy.conversation_read(
+        user=request.user, conversation_id=conversation_id, via=via
+    )
     if conversation is None:
         raise Http404("conversation not found")
     return conversation
@@ -122,7 +127,7 @@ def _viewed(request: HttpRequest, conversation_id: int) -> Conversation:
 @login_required
 def reports_list(request: HttpRequest, conversation_id: int) -> HttpResponse:
     """The conversation's reports (create_report), newest first: the sidebar's list."""
-    conversation = _viewed(request, conversation_id)
+    conversation = _viewed(request, conversation_id, via="reports")
     return render(
         request,
         "chat/page.html#reports-list",
@@ -132,7 +137,9 @@ def reports_list(request: HttpRequest, conversation_id: int) -> HttpResponse:
 
 @login_required
 def report_download(request: HttpRequest, conversation_id: int, name: str) -> HttpResponse:
-    data = reports.conversation_report(_viewed(request, conversation_id), name)
+    data = reports.conversation_report(
+        _viewed(request, conversation_id, via=f"report {name}"), name
+    )
     if data is None:
         raise Http404("report not found")
     response = HttpResponse(data, content_type="text/markdown; charset=utf-8")

@@ -235,7 +235,8 @@ class AuditRecordQuerySet(models.QuerySet["AuditRecord"]):
 
 class AuditRecord(models.Model):
     """The audit trail: one record per tool call (from chat, slash command, Test button or
-    API), per approval decision and per settings change. Append-only: nothing in the admin or
+    API), per approval decision, per settings change, per change to people and groups, and
+    per read of someone else's conversation. Append-only: nothing in the admin or
     the UI edits or deletes it; the system only completes a call's record when it finishes.
     It outlives the conversation it came from (ids and titles are copied, not cascaded)."""
 
@@ -243,6 +244,8 @@ class AuditRecord(models.Model):
         CALL = "call", "tool call"
         APPROVAL = "approval", "approval decision"
         SETTINGS = "settings", "settings change"
+        PEOPLE = "people", "people change"
+        READ = "read", "conversation read"
 
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.CALL)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)

@@ -107,9 +107,11 @@ def test_docker_compose_file_is_valid():
     assert proc.returncode == 0, proc.stderr
 
 
-def test_staff_may_read_anyones_conversation_but_others_may_not(
+def test_an_auditor_may_read_anyones_conversation_but_others_may_not(
     client, user, other_user, staff_user
 ):
+    # staff_user is a superuser: it holds chat_app.audit_conversations (staff alone do not:
+    # tests/security/test_privacy.py).
     from chat_app.models import Conversation
 
     mine = Conversation.objects.create(owner=user, title="Alice's plans")

@@ -74,6 +74,7 @@ def test_an_sso_login_maps_groups_and_a_later_login_follows_the_claim(
 
     # The provider now lists only cc-support: the next login removes admins and staff.
     oidc_provider.person("olga", password=password, groups=["cc-support"])
+    page.locator(".user-menu summary").click()  # Log out is in the user menu
     page.get_by_role("button", name="Log out").click()
     page.wait_for_url("**/accounts/login/")
     page.get_by_role("link", name="Sign in with Acme ID").click()  # the provider remembers her

@@ -7,13 +7,14 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from datetime import date, datetime, time, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db.models import Q, QuerySet, TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
 
 from tools_app.models import AuditRecord, ToolCall
+from tools_app.services.audit import AUDIT_CONVERSATIONS_PERMISSION
 
 EXPORT_FIELDS = (
     "id",
@@ -160,6 +161,33 @@ def audit_record_for_call(call_id: int) -> AuditRecord | None:
         .order_by("id")
         .first()
     )
+
+
+class ConversationAccess(NamedTuple):
+    exists: bool
+    may_open: bool  # its owner, or an auditor
+    audited: bool  # opening it would be an audited read of someone else's conversation
+
+
+def audit_record_conversation_access(record: AuditRecord, *, viewer: Any) -> ConversationAccess:
+    """Whether the record's conversation still exists, and whether ``viewer`` may open it:
+    its owner, or an auditor (``chat_app.audit_conversations``); staff alone may not."""
+    if record.conversation_id is None:
+        return ConversationAccess(False, False, False)
+    # The conversation model as the call's foreign key names it (it lives in the chat app).
+    conversation_model = ToolCall._meta.get_field("conversation").related_model
+    assert isinstance(conversation_model, type)
+    owner_id = (
+        conversation_model._default_manager.filter(pk=record.conversation_id)
+        .values_list("owner_id", flat=True)
+        .first()
+    )
+    if owner_id is None:
+        return ConversationAccess(False, False, False)
+    if owner_id == getattr(viewer, "pk", None):
+        return ConversationAccess(True, True, False)
+    auditor = bool(viewer.is_active and viewer.has_perm(AUDIT_CONVERSATIONS_PERMISSION))
+    return ConversationAccess(True, auditor, auditor)
 
 
 def audit_filter_choices() -> dict[str, list[str]]:

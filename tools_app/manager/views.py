@@ -219,14 +219,7 @@ def audit_detail(request: HttpRequest, record_id: int) -> HttpResponse:
     record = AuditRecord.objects.select_related("tool_call").filter(pk=record_id).first()
     if record is None:
         raise Http404("no such audit record")
-    # A call is deleted with its conversation, so a call still there means the conversation is.
-    conversation_exists = (
-        record.conversation_id is not None
-        and record.tool_call_id is not None
-        and ToolCall.objects.filter(
-            pk=record.tool_call_id, conversation_id=record.conversation_id
-        ).exists()
-    )
+    access = audit_selectors.audit_record_conversation_access(record, viewer=request.user)
     related = (
         AuditRecord.objects.filter(tool_call_id=record.tool_call_id).exclude(pk=record.pk)
         if record.tool_call_id
@@ -234,7 +227,8 @@ def audit_detail(request: HttpRequest, record_id: int) -> HttpResponse:
     )
     context = {
         "record": record,
-        "conversation_exists": conversation_exists,
+        # Staff read the log, not the conversations: the link is for the owner and auditors.
+        "conversation": access,
         "related": related,
         "changes": _settings_changes(record),
     }
@@ -242,7 +236,7 @@ def audit_detail(request: HttpRequest, record_id: int) -> HttpResponse:
 
 
 def _settings_changes(record: AuditRecord) -> list[tuple[str, Any, Any]]:
-    if record.kind != AuditRecord.Kind.SETTINGS:
+    if record.kind not in (AuditRecord.Kind.SETTINGS, AuditRecord.Kind.PEOPLE):
         return []
     before, after = record.detail.get("before") or {}, record.detail.get("after") or {}
     keys = record.detail.get("changed") or sorted(set(before) | set(after))

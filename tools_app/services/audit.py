@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import timedelta
 from typing import Any
+
+from django.utils import timezone
 
 from tools_app.models import AuditRecord, ToolCall
 
@@ -127,4 +130,74 @@ def audit_settings_change(
         tool=tool,
         status="changed",
         detail={"before": redact(before), "after": redact(after), "changed": changed},
+    )
+
+
+def audit_people_change(
+    *,
+    user: Any,
+    subject: str,
+    action: str,
+    before: dict[str, Any] | None = None,
+    after: dict[str, Any] | None = None,
+) -> AuditRecord:
+    """A change to people or groups (platform_app/people): ``subject`` names what changed
+    ("user alice", "group support"), ``action`` the change in one word (created, invited,
+    deactivated, password_link, members_changed…); before/after show as a diff like a
+    settings change."""
+    before, after = before or {}, after or {}
+    changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+    return AuditRecord.objects.create(
+        kind=AuditRecord.Kind.PEOPLE,
+        user=user,
+        username=getattr(user, "username", ""),
+        group="people",
+        tool=subject[:64],
+        status=action,
+        detail={"before": redact(before), "after": redact(after), "changed": changed},
+    )
+
+
+# The permission that lets a person read conversations that are not theirs. It is declared on
+# chat_app's Conversation model; named here, where the audit log and the screenshots (below
+# the chat app) check it too.
+AUDIT_CONVERSATIONS_PERMISSION = "chat_app.audit_conversations"
+# Reads of one conversation by one person through one channel within this many seconds are one
+# record: a page that loads its screenshots, or a reloaded page, is one look, not twenty.
+READ_RECORD_WINDOW_SECONDS = 60
+
+
+def audit_conversation_read(
+    *,
+    reader: Any,
+    conversation_id: int,
+    conversation_title: str,
+    owner_id: int | None,
+    owner_username: str,
+    via: str,
+) -> AuditRecord | None:
+    """Someone read a conversation that is not theirs (page, live connection, report,
+    screenshot, admin): who, whose, when and through what. None when the same read was
+    recorded within the window."""
+    via = via[:64]
+    since = timezone.now() - timedelta(seconds=READ_RECORD_WINDOW_SECONDS)
+    recent = AuditRecord.objects.filter(
+        kind=AuditRecord.Kind.READ,
+        user=reader,
+        conversation_id=conversation_id,
+        tool=via,
+        created_at__gte=since,
+    )
+    if recent.exists():
+        return None
+    return AuditRecord.objects.create(
+        kind=AuditRecord.Kind.READ,
+        user=reader,
+        username=getattr(reader, "username", ""),
+        conversation_id=conversation_id,
+        conversation_title=conversation_title[:200],
+        group="conversation",
+        tool=via,
+        status="read",
+        detail={"owner": owner_username, "owner_id": owner_id, "via": via},
     )

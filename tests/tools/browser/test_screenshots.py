@@ -1,5 +1,5 @@
 """Screenshots: files with a record, capped per conversation, shown in the card, served only
-to the conversation's owner and staff."""
+to the conversation's owner and auditors (a superuser holds every permission)."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def test_screenshots_are_capped_per_conversation(browser, site):
     assert Screenshot.objects.filter(conversation=browser.conversation).count() == 2
 
 
-def test_only_the_owner_and_staff_can_see_a_screenshot(browser, site, other_user, staff_user):
+def test_only_the_owner_and_auditors_can_see_a_screenshot(browser, site, other_user, staff_user):
     browser.ok("browser_open", url=site.url("/"))
     url = browser.ok("browser_screenshot")["screenshot"]["url"]
 

@@ -1,23 +1,40 @@
-"""Serving screenshots: only to the conversation's owner (or, for Test runs, the user who
-ran them) and to staff; everyone else gets the same 404 as for a screenshot that does not
-exist, so ids reveal nothing."""
+"""Serving screenshots: a conversation's to its owner and to auditors (the permission
+``chat_app.audit_conversations``; the read is audited like the page's); a Test run's to the
+user who ran it and to staff (Test runs are an admin's). Everyone else gets the same 404 as
+for a screenshot that does not exist, so ids reveal nothing."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from django.http import FileResponse, Http404, HttpRequest
 from django.views.decorators.http import require_GET
 
 from tools_app.executors.browser.screenshots import screenshot_file
 from tools_app.models import Screenshot
+from tools_app.services.audit import AUDIT_CONVERSATIONS_PERMISSION, audit_conversation_read
 
 
-def _may_view(user: object, shot: Screenshot) -> bool:
-    if getattr(user, "is_staff", False):
-        return True
+def _may_view(user: Any, shot: Screenshot) -> bool:
     user_id = getattr(user, "pk", None)
-    if shot.conversation_id is not None:
-        return shot.conversation is not None and shot.conversation.owner_id == user_id
-    return shot.user_id is not None and shot.user_id == user_id
+    conversation = shot.conversation
+    if shot.conversation_id is None:
+        return (shot.user_id is not None and shot.user_id == user_id) or user.is_staff
+    if conversation is None:
+        return False
+    if conversation.owner_id == user_id:
+        return True
+    if not (user.is_active and user.has_perm(AUDIT_CONVERSATIONS_PERMISSION)):
+        return False
+    audit_conversation_read(
+        reader=user,
+        conversation_id=conversation.pk,
+        conversation_title=conversation.title,
+        owner_id=conversation.owner_id,
+        owner_username=conversation.owner.get_username(),
+        via="screenshot",
+    )
+    return True
 
 
 def _image_type(magic: bytes) -> str:
@@ -35,7 +52,7 @@ def _image_type(magic: bytes) -> str:
 def screenshot_view(request: HttpRequest, pk: int) -> FileResponse:
     if not request.user.is_authenticated:
         raise Http404("no such screenshot")
-    shot = Screenshot.objects.select_related("conversation").filter(pk=pk).first()
+    shot = Screenshot.objects.select_related("conversation__owner").filter(pk=pk).first()
     if shot is None or not _may_view(request.user, shot):
         raise Http404("no such screenshot")
     path = screenshot_file(shot)

@@ -1,0 +1,107 @@
+"""Forms of the People pages: they parse and validate; services decide and write."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib.auth import get_user_model, password_validation
+from django.contrib.auth.models import Group
+from django.contrib.auth.validators import UnicodeUsernameValidator
+
+from platform_app.people.services import EVERYONE
+
+
+def _groups_field() -> forms.ModelMultipleChoiceField:
+    return forms.ModelMultipleChoiceField(
+        queryset=Group.objects.exclude(name=EVERYONE).order_by("name"),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text=f"Everyone is in “{EVERYONE}” as well, without being listed.",
+    )
+
+
+class UserCreateForm(forms.Form):
+    INVITE, PASSWORD = "invite", "password"
+
+    username = forms.CharField(
+        max_length=150,
+        validators=[UnicodeUsernameValidator()],
+        help_text="Letters, digits and @ . + - _ only.",
+    )
+    first_name = forms.CharField(max_length=150, required=False)
+    last_name = forms.CharField(max_length=150, required=False)
+    email = forms.EmailField(required=False)
+    how = forms.ChoiceField(
+        label="How they sign in",
+        choices=[
+            (INVITE, "Invite: a one-time link where they choose their password"),
+            (PASSWORD, "Set a password now"),
+        ],
+        initial=INVITE,
+        widget=forms.RadioSelect,
+    )
+    password1 = forms.CharField(
+        label="Password",
+        required=False,
+        strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
+    )
+    password2 = forms.CharField(
+        label="Password again",
+        required=False,
+        strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
+    )
+    is_staff = forms.BooleanField(label="Admin (staff): manages tools and people", required=False)
+    groups = _groups_field()
+
+    def clean_username(self) -> str:
+        username = str(self.cleaned_data["username"]).strip()
+        if get_user_model().objects.filter(username__iexact=username).exists():
+            raise forms.ValidationError("That username is taken.")
+        return username
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("how") != self.PASSWORD:
+            data["password1"] = data["password2"] = ""
+            return data
+        first, second = data.get("password1") or "", data.get("password2") or ""
+        if not first:
+            self.add_error("password1", "Type a password, or invite them instead.")
+        elif first != second:
+            self.add_error("password2", "The two passwords differ.")
+        else:
+            user = get_user_model()(username=data.get("username", ""), email=data.get("email", ""))
+            try:
+                password_validation.validate_password(first, user)
+            except forms.ValidationError as exc:
+                self.add_error("password1", exc)
+        return data
+
+    @property
+    def password(self) -> str | None:
+        return self.cleaned_data["password1"] if self.cleaned_data["how"] == self.PASSWORD else None
+
+
+class UserEditForm(forms.Form):
+    first_name = forms.CharField(max_length=150, required=False)
+    last_name = forms.CharField(max_length=150, required=False)
+    email = forms.EmailField(required=False)
+    is_staff = forms.BooleanField(label="Admin (staff): manages tools and people", required=False)
+    groups = _groups_field()
+
+
+class GroupNameForm(forms.Form):
+    name = forms.CharField(max_length=150)
+
+
+class MembersAddForm(forms.Form):
+    users = forms.ModelMultipleChoiceField(queryset=get_user_model().objects.none())
+
+    def __init__(self, *args: Any, candidates: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["users"]
+        assert isinstance(field, forms.ModelMultipleChoiceField)
+        field.queryset = candidates

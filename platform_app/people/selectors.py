@@ -1,0 +1,186 @@
+"""Reads for the People pages: users with their groups and roles, groups with their members."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
+
+from platform_app.models import SSOIdentity
+from platform_app.people.services import EVERYONE, everyone_group
+from tools_app.services.audit import AUDIT_CONVERSATIONS_PERMISSION
+
+_AUDITOR_APP, _AUDITOR_CODENAME = AUDIT_CONVERSATIONS_PERMISSION.split(".")
+# Approvers are the members of a group some tool function names as its approvers: a
+# many-to-many field of this name to Group (tools_app's function configuration). Found by
+# name so that this page needs no import of it and shows the role once it exists.
+APPROVER_FIELD = "approver_groups"
+
+
+def _auditor_q(prefix: str = "") -> Q:
+    return Q(
+        **{
+            f"{prefix}permissions__content_type__app_label": _AUDITOR_APP,
+            f"{prefix}permissions__codename": _AUDITOR_CODENAME,
+        }
+    )
+
+
+def auditor_group_ids() -> set[int]:
+    return set(Group.objects.filter(_auditor_q()).values_list("pk", flat=True))
+
+
+def approver_group_ids() -> set[int]:
+    ids: set[int] = set()
+    for relation in Group._meta.related_objects:
+        if relation.many_to_many and relation.field.name == APPROVER_FIELD:
+            model = relation.field.model
+            ids |= set(
+                model._default_manager.exclude(**{f"{APPROVER_FIELD}__isnull": True}).values_list(
+                    APPROVER_FIELD, flat=True
+                )
+            )
+    return ids
+
+
+@dataclass
+class UserRow:
+    user: Any
+    groups: list[Group]
+    roles: list[str] = field(default_factory=list)
+    sso: bool = False  # linked to a single sign-on identity
+
+    @property
+    def status(self) -> str:
+        """active, deactivated, invited (never signed in, no password yet) or "password link"
+        (a reset is pending). An SSO account needs no password."""
+        user = self.user
+        if not user.is_active:
+            return "deactivated"
+        if user.has_usable_password() or self.sso:
+            return "active"
+        return "invited" if user.last_login is None else "password link"
+
+
+@dataclass(frozen=True)
+class _RoleSources:
+    approver_groups: set[int]
+    auditor_groups: set[int]
+    auditor_users: set[int]  # the permission given to the user directly (Django admin)
+
+    @classmethod
+    def load(cls) -> _RoleSources:
+        direct = get_user_model().objects.filter(_auditor_q("user_"))
+        return cls(
+            approver_group_ids(), auditor_group_ids(), set(direct.values_list("pk", flat=True))
+        )
+
+    def roles(self, user: Any, group_ids: set[int]) -> list[str]:
+        roles = []
+        if user.is_superuser:
+            roles.append("superuser")
+        if user.is_staff:
+            roles.append("admin")
+        if group_ids & self.approver_groups:
+            roles.append("approver")
+        if user.is_superuser or group_ids & self.auditor_groups or user.pk in self.auditor_users:
+            roles.append("auditor")
+        return roles
+
+
+def users_rows(*, q: str = "", show: str = "active") -> list[UserRow]:
+    """The People list: ``q`` matches username, name or email; ``show`` is active, inactive
+    or all."""
+    users: QuerySet[Any] = (
+        get_user_model()
+        .objects.order_by("username")
+        .prefetch_related(Prefetch("groups", queryset=Group.objects.order_by("name")))
+        .annotate(has_sso=Exists(SSOIdentity.objects.filter(user=OuterRef("pk"))))
+    )
+    if show == "active":
+        users = users.filter(is_active=True)
+    elif show == "inactive":
+        users = users.filter(is_active=False)
+    if q:
+        users = users.filter(
+            Q(username__icontains=q)
+            | Q(first_name__icontains=q)
+            | Q(last_name__icontains=q)
+            | Q(email__icontains=q)
+        )
+    sources = _RoleSources.load()
+    rows = []
+    for user in users:
+        groups = list(user.groups.all())
+        roles = sources.roles(user, {g.pk for g in groups})
+        rows.append(UserRow(user, groups, roles, sso=user.has_sso))
+    return rows
+
+
+def user_row(user: Any) -> UserRow:
+    groups = list(user.groups.order_by("name"))
+    roles = _RoleSources.load().roles(user, {g.pk for g in groups})
+    return UserRow(user, groups, roles, sso=user.sso_identities.exists())
+
+
+@dataclass
+class GroupRow:
+    group: Group
+    members: int
+    everyone: bool
+    auditor: bool
+    approver: bool
+
+
+def groups_rows() -> list[GroupRow]:
+    """Every group, Everyone first, with its member count and roles."""
+    everyone = everyone_group()
+    approvers, auditors = approver_group_ids(), auditor_group_ids()
+    groups = Group.objects.annotate(n=Count("user", distinct=True)).order_by("name")
+    rows = [
+        GroupRow(g, int(g.n), g.pk == everyone.pk, g.pk in auditors, g.pk in approvers)  # type: ignore[attr-defined]
+        for g in groups
+    ]
+    rows.sort(key=lambda r: not r.everyone)
+    return rows
+
+
+def groups_locked_for(actor: Any) -> set[int]:
+    """Groups whose members ``actor`` may not change: Everyone (implicit), and those that
+    carry permissions unless the actor is a superuser."""
+    locked = set(Group.objects.filter(name=EVERYONE).values_list("pk", flat=True))
+    if not getattr(actor, "is_superuser", False):
+        carrying = Group.objects.filter(permissions__isnull=False).distinct()
+        locked |= set(carrying.values_list("pk", flat=True))
+    return locked
+
+
+def group_other_permissions(group: Group) -> list[str]:
+    """Permissions the group carries besides the auditor one (given in the Django admin)."""
+    others = group.permissions.exclude(
+        content_type__app_label=_AUDITOR_APP, codename=_AUDITOR_CODENAME
+    )
+    return [str(p.name) for p in others.order_by("content_type__app_label", "codename")]
+
+
+def group_is_auditor(group: Group) -> bool:
+    return group.permissions.filter(
+        content_type__app_label=_AUDITOR_APP, codename=_AUDITOR_CODENAME
+    ).exists()
+
+
+def group_members(group: Group) -> QuerySet[Any]:
+    return group.user_set.order_by("username")
+
+
+def users_not_in(group: Group) -> QuerySet[Any]:
+    return (
+        get_user_model().objects.filter(is_active=True).exclude(groups=group).order_by("username")
+    )
+
+
+def active_user_count() -> int:
+    return int(get_user_model().objects.filter(is_active=True).count())

@@ -1,0 +1,27 @@
+"""The People pages (staff only), under /people/."""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from platform_app.people import views
+
+app_name = "people"
+
+urlpatterns = [
+    path("", views.users, name="users"),
+    path("users/new/", views.user_new, name="user_new"),
+    path("users/<int:user_id>/", views.user_detail, name="user"),
+    path("users/<int:user_id>/active/", views.user_active, name="user_active"),
+    path("users/<int:user_id>/password-link/", views.user_password_link, name="user_password_link"),
+    path("groups/", views.groups, name="groups"),
+    path("groups/<int:group_id>/", views.group_detail, name="group"),
+    path("groups/<int:group_id>/delete/", views.group_delete, name="group_delete"),
+    path("groups/<int:group_id>/members/", views.group_members_add, name="group_members_add"),
+    path(
+        "groups/<int:group_id>/members/<int:user_id>/remove/",
+        views.group_member_remove,
+        name="group_member_remove",
+    ),
+    path("groups/<int:group_id>/auditor/", views.group_auditor, name="group_auditor"),
+]
