@@ -101,6 +101,20 @@ class ToolFunctionConfig(models.Model):
     name = models.CharField(max_length=64, unique=True)
     enabled = models.BooleanField(default=True)
     requires_approval = models.BooleanField(default=False)
+
+    class ApprovalMode(models.TextChoices):
+        NONE = "none", "no approval"
+        REQUESTER = "requester", "confirmed by the requester"
+        APPROVER = "approver", "decided by an approver group"
+
+    # Who must decide a call before it runs; in approver mode, a member of ``approver_groups``
+    # and never the person who asked.
+    approval_mode = models.CharField(
+        max_length=10, choices=ApprovalMode.choices, default=ApprovalMode.NONE
+    )
+    approver_groups = models.ManyToManyField(
+        "auth.Group", blank=True, related_name="approves_functions"
+    )
     reasoning_for_call = models.BooleanField(
         default=False, help_text="Ask the model to say why it calls this tool (_reasoningForCall)."
     )
