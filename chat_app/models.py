@@ -62,6 +62,8 @@ class Provider(models.Model):
         "model', screenshots then reach it as images, not only as paths.",
     )
     is_default = models.BooleanField(default=False)
+    # The provider that LLM_* variables seed and update at start (whatever its name now).
+    from_environment = models.BooleanField(default=False, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

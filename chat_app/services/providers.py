@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 
 from chat_app.models import Conversation, Provider
 from chat_app.providers import ClientCache, LLMProvider, make_provider
@@ -15,28 +16,66 @@ from tools_app.selectors import config_memo
 logger = logging.getLogger(__name__)
 
 
+SEEDED_NAME = "default (from environment)"
+
+
 def provider_seed_from_env() -> Provider | None:
-    """Create (or update) the default provider from LLM_* variables. Idempotent."""
+    """With LLM_* set, create or update the environment's provider (the one marked
+    ``from_environment``, whatever an admin renamed it to) and make it the default: the
+    variables say which endpoint this instance talks to. Idempotent; says what it did in the
+    log."""
     cfg: dict[str, Any] = settings.LLM
     if not cfg["provider"] or not cfg["model"]:
         return None
-    provider, created = Provider.objects.update_or_create(
-        name="default (from environment)",
-        defaults={
-            "kind": cfg["provider"],
-            "base_url": cfg["base_url"],
-            "model": cfg["model"],
-            "native_tools": cfg["native_tools"],
-            "timeout_seconds": int(cfg["timeout"]),
-        },
-    )
-    if cfg["api_key"] and provider.api_key != cfg["api_key"]:
-        provider.api_key = cfg["api_key"]
-        provider.save(update_fields=["api_key"])
-    if not Provider.objects.filter(is_default=True).exclude(pk=provider.pk).exists():
-        Provider.objects.filter(pk=provider.pk).update(is_default=True)
+    values = {
+        "kind": cfg["provider"],
+        "base_url": cfg["base_url"],
+        "model": cfg["model"],
+        "native_tools": cfg["native_tools"],
+        "timeout_seconds": int(cfg["timeout"]),
+    }
+    with transaction.atomic():
+        provider = Provider.objects.select_for_update().filter(from_environment=True).first()
+        created = provider is None
+        if provider is None:
+            name = SEEDED_NAME
+            if Provider.objects.filter(name=name).exists():  # an admin's, by chance
+                name = f"{SEEDED_NAME} {Provider.objects.count() + 1}"
+            provider = Provider(name=name, from_environment=True)
+        changed = [f for f, v in values.items() if getattr(provider, f) != v]
+        for field, value in values.items():
+            setattr(provider, field, value)
+        if cfg["api_key"] and provider.api_key != cfg["api_key"]:
+            provider.api_key = cfg["api_key"]
+            changed.append("api_key")
+        previous = list(
+            Provider.objects.filter(is_default=True)
+            .exclude(pk=provider.pk)
+            .values_list("name", flat=True)
+        )
+        was_default = provider.is_default
+        provider.is_default = True
+        if created or changed or not was_default:
+            provider.save()
+        if previous:
+            Provider.objects.filter(name__in=previous).update(is_default=False)
     if created:
-        logger.info("seeded LLM provider %s from the environment", provider)
+        logger.info("LLM_* set: created provider %r from the environment", provider.name)
+    elif changed:
+        logger.info(
+            "LLM_* set: updated provider %r from the environment (%s)",
+            provider.name,
+            ", ".join(changed),
+        )
+    if previous:
+        logger.warning(
+            "LLM_* set: provider %r is now the default instead of %s "
+            "(unset LLM_PROVIDER/LLM_MODEL to keep an admin's choice)",
+            provider.name,
+            ", ".join(repr(n) for n in previous),
+        )
+    elif not was_default and not created:
+        logger.info("LLM_* set: provider %r is the default again", provider.name)
     return provider
 
 
