@@ -16,6 +16,7 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("people/", include("platform_app.people.urls")),
     path("tools/", include("tools_app.manager.urls")),
+    path("agents/", include("chat_app.admin_pages.urls")),
     path("api/tools/schemas.json", tool_schemas, name="tool-schemas"),
     path("media/screenshots/", include("tools_app.executors.browser.urls")),
     path("", include("platform_app.urls")),

@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import transaction
 
 from chat_app.models import Conversation, Provider
@@ -128,3 +129,23 @@ def provider_remember_no_tools(provider: Provider) -> None:
     """The endpoint rejected the ``tools`` parameter: use text fallback from now on."""
     Provider.objects.filter(pk=provider.pk).update(tools_supported=False)
     provider.tools_supported = False
+
+
+MODELS_CACHE_SECONDS = 300
+
+
+def provider_models(provider: Provider, refresh: bool = False) -> list[str]:
+    """The model names the provider's endpoint lists (``GET {base_url}/models`` with its key,
+    short timeout), kept for a few minutes per process; ``refresh`` asks again. Raises
+    ``ProbeError`` (a readable reason, never the key) when the endpoint cannot say."""
+    from chat_app.services.provider_probe import models_fetch
+
+    stamp = provider.updated_at.timestamp() if provider.updated_at else 0
+    key = f"cc:provider-models:{provider.pk}:{stamp}"
+    if not refresh:
+        cached = cache.get(key)
+        if cached is not None:
+            return list(cached)
+    names, _ = models_fetch(provider)
+    cache.set(key, names, MODELS_CACHE_SECONDS)
+    return names

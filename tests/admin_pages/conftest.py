@@ -12,7 +12,7 @@ from django.test import Client
 
 @pytest.fixture
 def admin_client(db: None) -> Client:
-    user = get_user_model().objects.create_user("ada", password="ada-password-1", is_staff=True)
+    user = get_user_model().objects.create_user("ada", is_staff=True)
     client = Client()
     client.force_login(user)
     return client
@@ -20,7 +20,7 @@ def admin_client(db: None) -> Client:
 
 @pytest.fixture
 def member_client(db: None) -> Client:
-    user: Any = get_user_model().objects.create_user("mia", password="mia-password-1")
+    user: Any = get_user_model().objects.create_user("mia")
     client = Client()
     client.force_login(user)
     return client

@@ -1,0 +1,142 @@
+"""Forms of the provider and agent-profile pages. The API key is write-only: never rendered
+back; blank keeps the stored one. Tools are chosen by checkboxes (see ``tool_choices``)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django import forms
+
+from chat_app.models import Agent, Provider
+
+_SPLIT = re.compile(r"[\s,]+")
+
+
+def _names(text: str) -> list[str]:
+    return list(dict.fromkeys(n for n in _SPLIT.split(text or "") if n))
+
+
+class ProviderPageForm(forms.ModelForm):
+    api_key = forms.CharField(
+        required=False,
+        label="API key",
+        strip=True,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text="Write-only and encrypted at rest. Leave blank to keep the stored key.",
+    )
+    clear_api_key = forms.BooleanField(required=False, label="Remove the stored API key")
+    allowed_models = forms.CharField(
+        required=False,
+        label="Other allowed models",
+        widget=forms.Textarea(attrs={"rows": 3, "class": "mono"}),
+        help_text="Model names of this endpoint that people, schedules and subagents may "
+        "switch to, one per line (or separated by commas).",
+    )
+
+    class Meta:
+        model = Provider
+        fields = [
+            "name",
+            "kind",
+            "base_url",
+            "model",
+            "allowed_models",
+            "native_tools",
+            "image_input",
+            "timeout_seconds",
+            "max_retries",
+            "retry_backoff_seconds",
+            "is_default",
+        ]
+        labels = {
+            "base_url": "Base URL",
+            "model": "Default model",
+            "native_tools": "Tool calls",
+            "image_input": "Image input",
+            "timeout_seconds": "Timeout (seconds)",
+            "retry_backoff_seconds": "First retry wait (seconds)",
+            "is_default": "Default provider",
+        }
+        help_texts = {
+            "base_url": "Empty: the vendor's own API. OpenAI-compatible servers end in /v1, "
+            "e.g. http://localhost:11434/v1 for Ollama.",
+            "is_default": "Used by conversations and agent profiles that name no provider.",
+        }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if not self.is_bound:
+            self.initial["allowed_models"] = "\n".join(self.instance.allowed_models or [])
+        if self.instance.pk and self.instance.api_key:
+            self.fields["api_key"].help_text = (
+                "A key is stored (never shown). Type a new one to replace it; leave blank to "
+                "keep it."
+            )
+
+    def clean_base_url(self) -> str:
+        url = (self.cleaned_data.get("base_url") or "").strip()
+        if url and not re.match(r"^https?://[^\s/]+", url):
+            raise forms.ValidationError("a URL starting with http:// or https://")
+        return url.rstrip("/")
+
+    def clean_allowed_models(self) -> list[str]:
+        return _names(self.cleaned_data.get("allowed_models") or "")
+
+    def save(self, commit: bool = True) -> Provider:
+        provider: Provider = super().save(commit=False)
+        if self.cleaned_data.get("clear_api_key"):
+            provider.api_key = ""
+        elif self.cleaned_data.get("api_key"):
+            provider.api_key = self.cleaned_data["api_key"]
+        if commit:
+            provider.save()
+        return provider
+
+
+class AgentPageForm(forms.ModelForm):
+    """The tools come from the checkboxes (``tool`` / ``tool_group`` / ``all_tools``), checked
+    against the registered tools by the view; ``tool_budgets`` from ``budget_<tool>`` inputs."""
+
+    # GRANTS: a "groups" field (which groups may use this profile) goes here, beside the
+    # fields below, when Agent.groups exists (issue 22, per-group grants).
+
+    class Meta:
+        model = Agent
+        fields = [
+            "name",
+            "description",
+            "system_prompt",
+            "provider",
+            "model",
+            "kind",
+            "all_tools",
+            "max_rounds",
+            "max_iterations",
+            "max_calls_per_turn",
+            "max_calls_per_conversation",
+            "is_default",
+        ]
+        labels = {
+            "all_tools": "Every enabled tool",
+            "max_rounds": "Model rounds per turn",
+            "max_iterations": "Acting rounds per turn",
+            "max_calls_per_turn": "Tool calls per turn",
+            "max_calls_per_conversation": "Tool calls per conversation",
+            "is_default": "Default profile",
+        }
+        help_texts = {
+            "provider": "Empty: the default provider.",
+            "model": "Empty: the provider's default model.",
+            "is_default": "New conversations start with this profile.",
+        }
+        widgets = {
+            "system_prompt": forms.Textarea(attrs={"rows": 6}),
+            "description": forms.TextInput(),
+        }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        provider = self.fields["provider"]
+        assert isinstance(provider, forms.ModelChoiceField)
+        provider.empty_label = "— the default provider —"
