@@ -94,10 +94,21 @@ class ProviderPageForm(forms.ModelForm):
         return provider
 
 
+class ProviderChoiceField(forms.ModelChoiceField):
+    def label_from_instance(self, obj: Any) -> str:
+        return f"{obj.name} · {obj.model}"
+
+
 class AgentPageForm(forms.ModelForm):
     """The tools come from the checkboxes (``tool`` / ``tool_group`` / ``all_tools``), checked
     against the registered tools by the view; ``tool_budgets`` from ``budget_<tool>`` inputs."""
 
+    provider = ProviderChoiceField(
+        queryset=Provider.objects.order_by("name"),
+        required=False,
+        empty_label="— the default provider —",
+        help_text="Empty: the default provider.",
+    )
     # GRANTS: a "groups" field (which groups may use this profile) goes here, beside the
     # fields below, when Agent.groups exists (issue 22, per-group grants).
 
@@ -126,7 +137,6 @@ class AgentPageForm(forms.ModelForm):
             "is_default": "Default profile",
         }
         help_texts = {
-            "provider": "Empty: the default provider.",
             "model": "Empty: the provider's default model.",
             "is_default": "New conversations start with this profile.",
         }
@@ -134,9 +144,3 @@ class AgentPageForm(forms.ModelForm):
             "system_prompt": forms.Textarea(attrs={"rows": 6}),
             "description": forms.TextInput(),
         }
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        provider = self.fields["provider"]
-        assert isinstance(provider, forms.ModelChoiceField)
-        provider.empty_label = "— the default provider —"
