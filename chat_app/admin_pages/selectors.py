@@ -62,6 +62,13 @@ def group_functions() -> dict[str, list[str]]:
     return {g.name: [t.tool_name for t in g.tools] for g in registered_groups()}
 
 
+KIND_SHORT: dict[str, str] = {
+    Agent.Kind.TOOL_CALLING: "tool calling",
+    Agent.Kind.SCHEMA_GUIDED: "schema-guided",
+    Agent.Kind.REASONING_AS_TOOL: "reasoning as a tool",
+}
+
+
 def agent_rows() -> list[dict[str, Any]]:
     rows = []
     for agent in Agent.objects.select_related("provider").order_by("-is_default", "name"):
@@ -70,6 +77,7 @@ def agent_rows() -> list[dict[str, Any]]:
                 "agent": agent,
                 "tools": "every enabled tool" if agent.all_tools else f"{len(agent.tools)} tools",
                 "model": agent.model or (agent.provider.model if agent.provider else ""),
+                "kind": KIND_SHORT.get(agent.kind, agent.kind),
             }
         )
     return rows

@@ -108,7 +108,12 @@ def test_an_admin_adds_a_provider_tests_it_and_builds_an_agent(page, admin):
         expect(page.get_by_text("Saved agent profile Notes.")).to_be_visible()
         expect(page.locator("#tool-memory_save")).to_be_checked()
         expect(page.locator("#group-memory")).to_be_checked()
+        page.get_by_role("link", name="Agent profiles").first.click()
+        expect(page.locator(".agents-table")).to_contain_text("Notes")
+        no_sideways_scroll(page)
+        shot(page, "agents-390")
         page.set_viewport_size(WIDE)
+        shot(page, "agents-1280")
 
     agent = Agent.objects.get(name="Notes")
     assert agent.provider == Provider.objects.get(name="Scripted", is_default=True)
