@@ -38,6 +38,7 @@ def test_a_member_gets_403_on_every_agent_url_and_changes_nothing(member_client,
     for url in ("/agents/new/", f"/agents/{agent.pk}/", f"/agents/{agent.pk}/delete/"):
         assert member_client.post(url, _form(name="Hijack", all_tools="on")).status_code == 403
     assert sorted(Agent.objects.values_list("name", "all_tools", "is_default")) == before
+    assert 'href="/agents/"' not in member_client.get("/tokens/").content.decode()
 
 
 def test_create_an_agent_with_a_group_and_single_functions_and_see_it_back(admin_client, db):
