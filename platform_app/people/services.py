@@ -21,14 +21,16 @@ from django.contrib.auth.models import Group, Permission
 from django.contrib.auth.tokens import default_token_generator
 from django.core.mail import send_mail
 from django.db import transaction
-from django.db.models import Q, QuerySet
 from django.urls import reverse
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
 from tools_app.services.audit import AUDIT_CONVERSATIONS_PERMISSION, audit_people_change
 
-EVERYONE = "Everyone"  # created by the migration platform.0005_everyone_group
+# The lookup lives below the apps (binding needs it); re-exported here for the People pages.
+from tools_app.services.grants import EVERYONE as EVERYONE
+from tools_app.services.grants import everyone_group as everyone_group
+from tools_app.services.grants import user_groups as user_groups
 
 
 class PeopleError(Exception):
@@ -37,18 +39,6 @@ class PeopleError(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
-
-
-def everyone_group() -> Group:
-    """The group every user is in (made again if someone deleted it in the Django admin)."""
-    group, _ = Group.objects.get_or_create(name=EVERYONE)
-    return group
-
-
-def user_groups(user: Any) -> QuerySet[Group]:
-    """The user's groups, Everyone included: what their grants are the union of. One query
-    (Everyone is matched by name: the migration made it, and the People pages remake it)."""
-    return Group.objects.filter(Q(user=user) | Q(name=EVERYONE)).distinct().order_by("name")
 
 
 def is_everyone(group: Group) -> bool:
