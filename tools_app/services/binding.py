@@ -1,7 +1,7 @@
 """Binding: turn a requested call into a ToolCall that may run, or a clear refusal.
 
-Validate-then-act, in this order: the tool exists → it is offered to this agent (within the
-scope of whoever originated the call) → it is granted to the person → it is enabled → the
+Validate-then-act, in this order: the tool exists → it is granted to the person → it is
+offered to this agent (within the scope of whoever originated the call) → it is enabled → the
 arguments are JSON → they match the schema → policy allows them → limits → approval.
 A call that fails a step is stored already finished, with ``{"success": false, "error": ...}``
 as its result, so the model reads exactly what the card shows.
@@ -147,16 +147,16 @@ def _lookup(
             f"{', '.join(sorted(offered)) or 'none'}",
         )
     _check_available(tool.tool_name, unavailable)
+    # Whoever asks, by whatever way: the person's grants (the union of their groups').
+    if granted is not None and tool.tool_name not in granted:
+        raise _Refused(
+            ToolCall.Status.DENIED, not_granted_reason(tool.tool_name), verdict=NOT_GRANTED
+        )
     if allowed_tools is not None and tool.tool_name not in allowed_tools:
         raise _Refused(
             ToolCall.Status.DENIED,
             f"tool {tool.tool_name!r} is not available to this agent",
             verdict="denied",
-        )
-    # Whoever asks, by whatever way: the person's grants (the union of their groups').
-    if granted is not None and tool.tool_name not in granted:
-        raise _Refused(
-            ToolCall.Status.DENIED, not_granted_reason(tool.tool_name), verdict=NOT_GRANTED
         )
     state = selectors.tool_state(tool, config)
     if state.disabled_reason:
