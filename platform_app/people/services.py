@@ -25,10 +25,12 @@ from django.urls import reverse
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
+from chat_app.models import Agent
 from tools_app.services.audit import AUDIT_CONVERSATIONS_PERMISSION, audit_people_change
 
 # The lookup lives below the apps (binding needs it); re-exported here for the People pages.
 from tools_app.services.grants import EVERYONE as EVERYONE
+from tools_app.services.grants import GrantError, grants_set, group_grants
 from tools_app.services.grants import everyone_group as everyone_group
 from tools_app.services.grants import user_groups as user_groups
 
@@ -393,3 +395,52 @@ def group_auditor_set(*, actor: Any, group: Group, auditor: bool) -> None:
         before={"auditor": had},
         after={"auditor": auditor},
     )
+
+
+# --- grants --------------------------------------------------------------------------------
+def group_agent_names(group: Group) -> list[str]:
+    return sorted(Agent.objects.filter(groups=group).values_list("name", flat=True))
+
+
+@transaction.atomic
+def group_grants_set(
+    *,
+    actor: Any,
+    group: Group,
+    tool_groups: Iterable[str] = (),
+    functions: Iterable[str] = (),
+    sources: Iterable[str] = (),
+    agents: Iterable[str] = (),
+) -> None:
+    """Replace what the group's members may use: tool groups (whole), single functions,
+    imported sources and agent profiles, all by name. One audit record with the change;
+    unknown names are refused (``PeopleError``) and nothing is changed."""
+    agents = sorted(set(agents))
+    found = {a.name: a for a in Agent.objects.filter(name__in=agents)}
+    missing = [name for name in agents if name not in found]
+    if missing:
+        raise PeopleError(f"No agent profile named {missing[0]!r}.")
+    before = {f"{k}s": v for k, v in group_grants(group).items()}
+    before["agents"] = group_agent_names(group)
+    try:
+        after = grants_set(
+            actor=actor,
+            group=group,
+            groups=tool_groups,
+            functions=functions,
+            sources=sources,
+            audit=False,
+        )
+    except GrantError as exc:
+        raise PeopleError(f"{str(exc)[0].upper()}{str(exc)[1:]}.") from None
+    group.agent_profiles.set(found.values())
+    state = {f"{k}s": v for k, v in after.items()}
+    state["agents"] = agents
+    if state != before:
+        audit_people_change(
+            user=actor,
+            subject=f"group {group.name}",
+            action="grants_changed",
+            before=before,
+            after=state,
+        )
