@@ -178,3 +178,17 @@ def test_the_shipped_groups_are_the_registered_ones() -> None:
     imported = ("mcp_", "openapi_")  # groups made from sources other tests added
     builtin = {name for name in GROUPS if not name.startswith(imported)}
     assert builtin == set(tools_migration.SHIPPED_GROUPS)
+
+
+def test_the_tools_manager_shows_what_is_not_granted_yet(admin_client, support):
+    ToolGrant.objects.create(group=everyone_group(), kind="group", name="time")
+    ToolGrant.objects.create(group=support, kind="group", name="time")
+    ToolGrant.objects.create(group=support, kind="function", name="file_read")
+    html = admin_client.get("/tools/").content.decode()
+    assert "<strong>Everyone</strong> (every user) is granted the Time group." in html
+    time_row = html[html.index('id="group-time"') :]
+    assert "Granted to Everyone, support" in time_row[: time_row.index("</tbody>")]
+    shell_row = html[html.index('id="group-shell"') :]
+    assert "not granted yet" in shell_row[: shell_row.index("</tbody>")]
+    file_row = html[html.index('id="group-file"') :]
+    assert "1 of 4 functions granted" in file_row[: file_row.index("</tbody>")]
