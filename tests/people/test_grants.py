@@ -192,3 +192,14 @@ def test_the_tools_manager_shows_what_is_not_granted_yet(admin_client, support):
     assert "not granted yet" in shell_row[: shell_row.index("</tbody>")]
     file_row = html[html.index('id="group-file"') :]
     assert "1 of 4 functions granted" in file_row[: file_row.index("</tbody>")]
+
+
+def test_a_token_cannot_be_made_with_a_profile_not_granted(member_client, member, support):
+    from tools_app.models import ApiToken
+
+    secret = Agent.objects.create(name="Secret")
+    html = member_client.get("/tokens/").content.decode()
+    assert ">Secret<" not in html
+    response = member_client.post("/tokens/", {"name": "x", "agent": secret.pk}, follow=True)
+    assert "not granted to you" in response.content.decode()
+    assert not ApiToken.objects.exists()
