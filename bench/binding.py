@@ -120,6 +120,19 @@ def measure() -> dict[str, Any]:
     out["grants_vs_admin_p95_ratio"] = round(
         out["shell_exec_with_grants"]["p95_ms"] / out["shell_exec"]["p95_ms"], 2
     )
+    # Load-independent: the statements one bind makes, an admin's and a member's (warm cache).
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def statements(user: Any) -> int:
+        ctx = BindContext(user_id=user.pk, conversation_id=conversation.pk, source="chat")
+        request = CallRequest(tool="shell_exec", arguments=dict(cases["shell_exec"]))
+        toolcall_bind(request=request, ctx=ctx)  # warm
+        with CaptureQueriesContext(connection) as captured:
+            toolcall_bind(request=request, ctx=ctx)
+        return len(captured.captured_queries)
+
+    out["statements_per_bind"] = {"admin": statements(admin), "member": statements(members[0])}
     # The per-request tool list: an admin's, and a member's on a fresh install's grants.
     ToolGrant.objects.all().delete()
     from tools_app.services.grants import FRESH_INSTALL_FUNCTIONS, FRESH_INSTALL_GROUPS

@@ -72,6 +72,11 @@ def _everyone_granted_everything(request: pytest.FixtureRequest) -> Iterator[Non
     if db is None or request.node.get_closest_marker("grants"):
         yield
         return
+    # The shared processes first: they write at start (their beats, the default profile),
+    # and a test transaction holding the rows written below would hold them back.
+    for shared in ("worker_process", "app_server"):
+        if shared in request.fixturenames:
+            request.getfixturevalue(shared)
     request.getfixturevalue(db)
     from django.db.models.signals import post_save
 
