@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 
 from chat_app.models import Agent, Conversation, Provider
@@ -12,11 +14,25 @@ class RenameForm(forms.ModelForm):
 
 
 class AgentChoiceForm(forms.ModelForm):
-    agent = forms.ModelChoiceField(queryset=Agent.objects.all(), empty_label=None)
+    """The profiles the person may use, and only those: a crafted POST naming another one is
+    refused like any choice not offered."""
+
+    agent = forms.ModelChoiceField(queryset=Agent.objects.none(), empty_label=None)
 
     class Meta:
         model = Conversation
         fields = ["agent"]
+
+    def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        from chat_app.services.agents import agents_for
+
+        field = self.fields["agent"]
+        assert isinstance(field, forms.ModelChoiceField)
+        field.queryset = agents_for(user)
+        field.error_messages["invalid_choice"] = (
+            "That agent profile is not granted to you — ask an admin."
+        )
 
 
 class ProviderForm(forms.ModelForm):

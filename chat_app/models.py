@@ -281,6 +281,9 @@ class Agent(models.Model):
         "Not counted for a tool-calling profile with every tool.",
     )
     is_default = models.BooleanField(default=False)
+    # Who may pick this profile (members of these groups; "Everyone" for every user). Staff
+    # may pick every profile; a profile no group is given is for admins only.
+    groups = models.ManyToManyField("auth.Group", blank=True, related_name="agent_profiles")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -69,7 +69,9 @@ def conversation_page(request: AuthedHtmxRequest, conversation_id: int) -> HttpR
             "provider": conversation.provider or provider_default(),
             "read_only": conversation.owner_id != request.user.pk,
             "agent_form": AgentChoiceForm(
-                instance=conversation, initial={"agent": conversation.agent or default_agent}
+                instance=conversation,
+                initial={"agent": conversation.agent or default_agent},
+                user=request.user,
             ),
             # What the apps above the chat show beside it (the platform: schedules, reports).
             **page_panels(request, conversation),
@@ -82,7 +84,7 @@ def conversation_page(request: AuthedHtmxRequest, conversation_id: int) -> HttpR
 def conversation_agent(request: AuthedHtmxRequest, conversation_id: int) -> HttpResponse:
     """Pick the agent profile a conversation uses (from its next model round on)."""
     conversation = _owned(request, conversation_id)
-    form = AgentChoiceForm(request.POST, instance=conversation)
+    form = AgentChoiceForm(request.POST, instance=conversation, user=request.user)
     saved = form.is_valid()
     if saved:
         form.save()

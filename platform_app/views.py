@@ -14,6 +14,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from chat_app.models import Agent, Conversation
 from chat_app.services import privacy
+from chat_app.services.agents import agent_granted, agents_for
 from platform_app import reports
 from platform_app.api_tokens import TokenError, api_token_create, api_token_revoke
 from platform_app.models import Schedule
@@ -33,6 +34,8 @@ def tokens(request: HttpRequest) -> HttpResponse:
             if agent_id and agent is None:
                 # Deleted since the page was shown: not silently the default agent's tools.
                 raise TokenError("that agent profile no longer exists")
+            if agent is not None and not agent_granted(request.user, agent):
+                raise TokenError("that agent profile is not granted to you — ask an admin")
             token, created = api_token_create(
                 user=request.user, name=request.POST.get("name", ""), agent=agent
             )
@@ -45,7 +48,7 @@ def tokens(request: HttpRequest) -> HttpResponse:
     user_id = int(request.user.pk or 0)  # login_required: always a real user here
     context = {
         "tokens": ApiToken.objects.filter(user_id=user_id).select_related("agent"),
-        "agents": Agent.objects.all(),
+        "agents": agents_for(request.user),
         "created": created,
         "mcp_url": request.build_absolute_uri("/mcp/"),
         "waiting": ToolCall.objects.filter(

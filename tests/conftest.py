@@ -52,6 +52,68 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = selected
 
 
+def _uses_db(request: pytest.FixtureRequest) -> str | None:
+    marker = request.node.get_closest_marker("django_db")
+    names = request.fixturenames
+    if "transactional_db" in names or (marker and marker.kwargs.get("transaction")):
+        return "transactional_db"
+    if "db" in names or marker is not None:
+        return "db"
+    return None
+
+
+@pytest.fixture(autouse=True)
+def _everyone_granted_everything(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Tests that are not about grants run as before grants came: Everyone may use every tool
+    group, imported source and agent profile (those a test adds too). A fresh test database
+    otherwise grants members only the low-risk tools. Tests about grants are marked
+    ``grants`` and set up their own."""
+    db = _uses_db(request)
+    if db is None or request.node.get_closest_marker("grants"):
+        yield
+        return
+    # The shared processes first: they write at start (their beats, the default profile),
+    # and a test transaction holding the rows written below would hold them back.
+    for shared in ("worker_process", "app_server"):
+        if shared in request.fixturenames:
+            request.getfixturevalue(shared)
+    request.getfixturevalue(db)
+    from django.db.models.signals import post_save
+
+    from chat_app.models import Agent
+    from tools_app.models import ToolGrant, ToolSource
+    from tools_app.registry import GROUPS
+    from tools_app.services.grants import everyone_group
+
+    everyone = everyone_group()
+    rows = [ToolGrant(group=everyone, kind="group", name=name) for name in list(GROUPS)]
+    rows += [
+        ToolGrant(group=everyone, kind="source", name=name)
+        for name in ToolSource.objects.values_list("name", flat=True)
+    ]
+    ToolGrant.objects.bulk_create(rows, ignore_conflicts=True)
+    everyone.agent_profiles.add(*Agent.objects.all())
+
+    def source_saved(sender: Any, instance: Any, created: bool, **kwargs: Any) -> None:
+        if created:
+            ToolGrant.objects.bulk_create(
+                [ToolGrant(group=everyone_group(), kind="source", name=instance.name)],
+                ignore_conflicts=True,
+            )
+
+    def agent_saved(sender: Any, instance: Any, created: bool, **kwargs: Any) -> None:
+        if created:
+            instance.groups.add(everyone_group())
+
+    post_save.connect(source_saved, sender=ToolSource, dispatch_uid="tests-grant-sources")
+    post_save.connect(agent_saved, sender=Agent, dispatch_uid="tests-grant-agents")
+    try:
+        yield
+    finally:
+        post_save.disconnect(sender=ToolSource, dispatch_uid="tests-grant-sources")
+        post_save.disconnect(sender=Agent, dispatch_uid="tests-grant-agents")
+
+
 @pytest.fixture(scope="session")
 def mode() -> str:
     return settings.MODE

@@ -16,12 +16,15 @@ class ToolsAppConfig(AppConfig):
         from tools_app import checks, executors
         from tools_app.executors.browser import browser_maintenance
         from tools_app.models import ToolFunctionConfig, ToolGroupConfig, ToolSource, config_track
+        from tools_app.services.grants import grants_track
 
         executors.load_all()
         checks.register_all()
         # Processes cache tool configuration keyed by ToolConfigVersion (tools_app.selectors),
         # the imported tools of MCP servers and OpenAPI documents included (tools_app.imported).
         config_track(ToolGroupConfig, ToolFunctionConfig, ToolSource)
+        # So is every person's set of granted tools (grants, groups, memberships, staff).
+        grants_track()
         # Lost tool calls first: their turns (chat_app's step) may then move on.
         maintenance_step("tool calls", _reap_tool_calls, order=10)
         maintenance_step("idle sandboxes", _reap_idle_sandboxes, order=30)

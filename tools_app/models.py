@@ -132,6 +132,36 @@ class ToolFunctionConfig(models.Model):
         return self.name
 
 
+class ToolGrant(models.Model):
+    """What one group's members may use: a whole tool group, one function, or one imported
+    source (an MCP server or OpenAPI document, by ``ToolSource.name``). A person's grants are
+    the union over their groups, Everyone included; staff may use everything
+    (``tools_app.services.grants``). A tool group, function or source no row names is for
+    admins only."""
+
+    class Kind(models.TextChoices):
+        GROUP = "group", "tool group"
+        FUNCTION = "function", "function"
+        SOURCE = "source", "imported source"
+
+    group = models.ForeignKey("auth.Group", on_delete=models.CASCADE, related_name="tool_grants")
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    name = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    # Binding caches every person's grants under the configuration token: writes move it on.
+    objects = ConfigQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["group__name", "kind", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["group", "kind", "name"], name="tool_grant_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.group} → {self.kind} {self.name}"
+
+
 class ToolCall(models.Model):
     """One call of one tool: its arguments, its life, its result. The card and the trace."""
 

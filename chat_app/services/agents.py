@@ -7,10 +7,12 @@ from typing import Any
 
 import yaml
 from django.db import transaction
+from django.db.models import QuerySet
 
 from chat_app.agent_profiles import RESEARCHER
 from chat_app.models import Agent, Conversation, Provider, default_tool_budgets
 from tools_app.selectors import config_memo
+from tools_app.services.grants import everyone_group, user_groups
 
 DEFAULT_AGENT = "General"
 _FIELDS = (
@@ -41,11 +43,25 @@ def agent_default() -> Agent:
     defaults = list(Agent.objects.filter(is_default=True).order_by())
     if defaults:
         return min(defaults, key=lambda a: a.name)
-    agent, _ = Agent.objects.get_or_create(
+    agent, created = Agent.objects.get_or_create(
         name=DEFAULT_AGENT,
         defaults={"description": "Every enabled tool, the built-in prompt.", "is_default": True},
     )
+    if created:  # a shipped profile: everyone's, as chat_app 0012 gives it on a fresh install
+        agent.groups.add(everyone_group())
     return agent
+
+
+def agents_for(user: Any) -> QuerySet[Agent]:
+    """The profiles ``user`` may pick: those given to one of their groups (Everyone
+    included); every profile for staff."""
+    if getattr(user, "is_staff", False) or getattr(user, "is_superuser", False):
+        return Agent.objects.all()
+    return Agent.objects.filter(groups__in=user_groups(user)).distinct()
+
+
+def agent_granted(user: Any, agent: Agent) -> bool:
+    return agents_for(user).filter(pk=agent.pk).exists()
 
 
 def agent_for_conversation(conversation: Conversation) -> Agent:
@@ -66,7 +82,9 @@ def researcher_ensure() -> Agent:
     """The shipped "Researcher" profile (the data migration creates it; tests and a
     flushed database call this)."""
     values = {k: v for k, v in RESEARCHER.items() if k != "name"}
-    agent, _ = Agent.objects.get_or_create(name=RESEARCHER["name"], defaults=values)
+    agent, created = Agent.objects.get_or_create(name=RESEARCHER["name"], defaults=values)
+    if created:
+        agent.groups.add(everyone_group())
     return agent
 
 

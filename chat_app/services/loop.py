@@ -65,6 +65,7 @@ from tools_app.services.binding import (
     toolcall_dispatch,
     toolcall_store,
 )
+from tools_app.services.grants import grants_narrow
 from tools_app.untrusted import UNTRUSTED_RULE
 
 logger = logging.getLogger(__name__)
@@ -211,7 +212,8 @@ def _round_prepare(turn_id: int, *, runner: str, clients: ClientCache | None) ->
     # Not waiting for it: the model's request goes out now; its tokens queue behind it.
     message_publish(message, calls=[], wait=False)
     kind = kind_for(agent)
-    offer = kind.offer(turn, selectors.enabled_tools(scope))
+    # The model is offered only what the person may use (binding refuses the rest anyway).
+    offer = kind.offer(turn, selectors.enabled_tools(grants_narrow(turn.user_id, scope)))
     plan = RoundPlan(
         turn_id=turn.pk,
         conversation_id=turn.conversation_id,

@@ -13,11 +13,12 @@ from tools_app import selectors
 from tools_app.registry import BaseTool
 from tools_app.runtime import BindContext
 from tools_app.services.binding import CallLimits, CallRequest, toolcall_bind, toolcall_dispatch
+from tools_app.services.grants import grants_narrow
 
 
-def help_text() -> str:
+def help_text(user_id: int | None = None) -> str:
     lines = ["**Slash commands** call a tool directly, no LLM needed:", ""]
-    for tool in selectors.enabled_tools():
+    for tool in selectors.enabled_tools(grants_narrow(user_id, None)):
         example = json.dumps(tool.example())
         alias = f" (or `/{tool.tool_slash} …`)" if tool.tool_slash else ""
         lines.append(f"- `/{tool.tool_name} {example}`{alias} — {tool.description()}")
@@ -64,7 +65,7 @@ def slash_run(
         tool = selectors.tool_for_slash(word) if word != "help" else None
         if tool is None:
             notice = (
-                help_text()
+                help_text(user_id)
                 if word == "help"
                 else (f"Unknown command `/{word}`. Type `/help` to list the tools.")
             )

@@ -184,3 +184,74 @@ def users_not_in(group: Group) -> QuerySet[Any]:
 
 def active_user_count() -> int:
     return int(get_user_model().objects.filter(is_active=True).count())
+
+
+# --- the grant editor ------------------------------------------------------------------------
+@dataclass
+class GrantToolGroup:
+    name: str
+    label: str
+    description: str
+    whole: bool
+    functions: list[tuple[str, str, bool]]  # (name, description, granted on its own)
+
+
+@dataclass
+class GrantEditor:
+    tool_groups: list[GrantToolGroup]
+    sources: list[tuple[str, str, str, bool]]  # (name, label, kind label, granted)
+    agents: list[tuple[str, str, bool]]  # (name, description, granted)
+    counts: dict[str, int]
+
+
+def grant_editor(group: Group, posted: Any = None) -> GrantEditor:
+    """Every built-in tool group with its functions, every imported source and every agent
+    profile, ticked as the group is granted them (or as ``posted``, a refused form)."""
+    from chat_app.models import Agent
+    from tools_app import selectors as tool_selectors
+    from tools_app.models import ToolSource
+    from tools_app.services.grants import group_grants
+
+    if posted is not None:
+        granted = {
+            "group": set(posted.getlist("tool_group")),
+            "function": set(posted.getlist("function")),
+            "source": set(posted.getlist("source")),
+        }
+        agent_names = set(posted.getlist("agent"))
+    else:
+        granted = {k: set(v) for k, v in group_grants(group).items()}
+        agent_names = set(Agent.objects.filter(groups=group).values_list("name", flat=True))
+    tool_groups = []
+    for tool_group in tool_selectors.registered_groups():
+        if any(getattr(t, "source_name", "") for t in tool_group.tools):
+            continue  # an imported source: listed below, granted whole
+        if not tool_group.tools and tool_group.name not in granted["group"]:
+            continue
+        functions = [
+            (t.tool_name, t.description(), t.tool_name in granted["function"])
+            for t in sorted(tool_group.tools, key=lambda t: t.tool_name)
+        ]
+        tool_groups.append(
+            GrantToolGroup(
+                name=tool_group.name,
+                label=tool_group.label,
+                description=tool_group.description,
+                whole=tool_group.name in granted["group"],
+                functions=functions,
+            )
+        )
+    sources = [
+        (s.name, s.label or s.name, s.get_kind_display(), s.name in granted["source"])
+        for s in ToolSource.objects.order_by("name")
+    ]
+    agents = [
+        (a.name, a.description, a.name in agent_names) for a in Agent.objects.order_by("name")
+    ]
+    counts = {
+        "tool_groups": sum(g.whole for g in tool_groups),
+        "functions": sum(f[2] for g in tool_groups for f in g.functions),
+        "sources": sum(s[3] for s in sources),
+        "agents": sum(a[2] for a in agents),
+    }
+    return GrantEditor(tool_groups, sources, agents, counts)

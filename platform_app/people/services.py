@@ -21,14 +21,18 @@ from django.contrib.auth.models import Group, Permission
 from django.contrib.auth.tokens import default_token_generator
 from django.core.mail import send_mail
 from django.db import transaction
-from django.db.models import Q, QuerySet
 from django.urls import reverse
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
+from chat_app.models import Agent
 from tools_app.services.audit import AUDIT_CONVERSATIONS_PERMISSION, audit_people_change
 
-EVERYONE = "Everyone"  # created by the migration platform.0005_everyone_group
+# The lookup lives below the apps (binding needs it); re-exported here for the People pages.
+from tools_app.services.grants import EVERYONE as EVERYONE
+from tools_app.services.grants import GrantError, grants_set, group_grants
+from tools_app.services.grants import everyone_group as everyone_group
+from tools_app.services.grants import user_groups as user_groups
 
 
 class PeopleError(Exception):
@@ -37,18 +41,6 @@ class PeopleError(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
-
-
-def everyone_group() -> Group:
-    """The group every user is in (made again if someone deleted it in the Django admin)."""
-    group, _ = Group.objects.get_or_create(name=EVERYONE)
-    return group
-
-
-def user_groups(user: Any) -> QuerySet[Group]:
-    """The user's groups, Everyone included: what their grants are the union of. One query
-    (Everyone is matched by name: the migration made it, and the People pages remake it)."""
-    return Group.objects.filter(Q(user=user) | Q(name=EVERYONE)).distinct().order_by("name")
 
 
 def is_everyone(group: Group) -> bool:
@@ -403,3 +395,52 @@ def group_auditor_set(*, actor: Any, group: Group, auditor: bool) -> None:
         before={"auditor": had},
         after={"auditor": auditor},
     )
+
+
+# --- grants --------------------------------------------------------------------------------
+def group_agent_names(group: Group) -> list[str]:
+    return sorted(Agent.objects.filter(groups=group).values_list("name", flat=True))
+
+
+@transaction.atomic
+def group_grants_set(
+    *,
+    actor: Any,
+    group: Group,
+    tool_groups: Iterable[str] = (),
+    functions: Iterable[str] = (),
+    sources: Iterable[str] = (),
+    agents: Iterable[str] = (),
+) -> None:
+    """Replace what the group's members may use: tool groups (whole), single functions,
+    imported sources and agent profiles, all by name. One audit record with the change;
+    unknown names are refused (``PeopleError``) and nothing is changed."""
+    agents = sorted(set(agents))
+    found = {a.name: a for a in Agent.objects.filter(name__in=agents)}
+    missing = [name for name in agents if name not in found]
+    if missing:
+        raise PeopleError(f"No agent profile named {missing[0]!r}.")
+    before = {f"{k}s": v for k, v in group_grants(group).items()}
+    before["agents"] = group_agent_names(group)
+    try:
+        after = grants_set(
+            actor=actor,
+            group=group,
+            groups=tool_groups,
+            functions=functions,
+            sources=sources,
+            audit=False,
+        )
+    except GrantError as exc:
+        raise PeopleError(f"{str(exc)[0].upper()}{str(exc)[1:]}.") from None
+    group.agent_profiles.set(found.values())
+    state = {f"{k}s": v for k, v in after.items()}
+    state["agents"] = agents
+    if state != before:
+        audit_people_change(
+            user=actor,
+            subject=f"group {group.name}",
+            action="grants_changed",
+            before=before,
+            after=state,
+        )

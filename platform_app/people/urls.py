@@ -24,4 +24,5 @@ urlpatterns = [
         name="group_member_remove",
     ),
     path("groups/<int:group_id>/auditor/", views.group_auditor, name="group_auditor"),
+    path("groups/<int:group_id>/grants/", views.group_grants, name="group_grants"),
 ]

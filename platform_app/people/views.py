@@ -15,7 +15,7 @@ from django.contrib.auth.models import Group
 from django.contrib.auth.views import PasswordChangeView, PasswordResetConfirmView
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import reverse_lazy
+from django.urls import reverse, reverse_lazy
 from django.views.decorators.http import require_http_methods, require_POST
 
 from platform_app.people import selectors, services
@@ -253,7 +253,7 @@ def _group_page(request: HttpRequest, group: Group, *, form: GroupNameForm | Non
         "is_approver": group.pk in selectors.approver_group_ids(),
         "other_permissions": selectors.group_other_permissions(group),
         "locked": group.pk in selectors.groups_locked_for(request.user),
-        "grants_url": f"/people/groups/{group.pk}/grants/",
+        "grants_url": reverse("people:group_grants", args=[group.pk]),
     }
     return render(request, "people/group.html", context)
 
@@ -337,6 +337,37 @@ def group_auditor(request: HttpRequest, group_id: int) -> HttpResponse:
         state = "may now read" if auditor else "no longer read"
         messages.success(request, f"Members of “{group.name}” {state} others' conversations.")
     return redirect("people:group", group_id=group.pk)
+
+
+@staff_only
+@require_http_methods(["GET", "POST"])
+def group_grants(request: HttpRequest, group_id: int) -> HttpResponse:
+    """What the group's members may use: tool groups or single functions, imported sources,
+    agent profiles. Staff may use everything whatever is ticked here."""
+    group = get_object_or_404(Group, pk=group_id)
+    posted = None
+    if request.method == "POST":
+        try:
+            services.group_grants_set(
+                actor=request.user,
+                group=group,
+                tool_groups=request.POST.getlist("tool_group"),
+                functions=request.POST.getlist("function"),
+                sources=request.POST.getlist("source"),
+                agents=request.POST.getlist("agent"),
+            )
+        except PeopleError as exc:
+            messages.error(request, exc.message)
+            posted = request.POST
+        else:
+            messages.success(request, f"Saved what “{group.name}” may use.")
+            return redirect("people:group_grants", group_id=group.pk)
+    context = {
+        "group": group,
+        "is_everyone": services.is_everyone(group),
+        "editor": selectors.grant_editor(group, posted),
+    }
+    return render(request, "people/grants.html", context, status=400 if posted else 200)
 
 
 # --- one's own account ---------------------------------------------------------------------

@@ -22,4 +22,15 @@
   }
   how.forEach(function (radio) { radio.addEventListener("change", sync); });
   if (how.length) sync();
+  // The grant editor: a whole tool group covers its functions; their boxes show ticked and
+  // are not posted on their own.
+  document.querySelectorAll("[data-grant-whole]").forEach(function (whole) {
+    whole.addEventListener("change", function () {
+      var box = document.querySelector('[data-grant-functions="' + whole.dataset.grantWhole + '"]');
+      box.querySelectorAll("input").forEach(function (input) {
+        input.disabled = whole.checked;
+        input.checked = whole.checked || input.dataset.own === "1";
+      });
+    });
+  });
 })();

@@ -10,6 +10,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from playwright.sync_api import expect
 
+from tests.conftest import ROOT
 from tests.e2e.conftest import login, wait_connected
 from tools_app.models import AuditRecord
 
@@ -80,3 +81,42 @@ def test_a_person_changes_their_password_from_the_user_menu(page, admin):
     login(page, "ada", "ada-password-2")
     wait_connected(page)
     expect(page.locator(".user-menu-name")).to_have_text("ada")
+
+
+@pytest.mark.grants
+def test_an_admin_grants_a_group_a_whole_tool_group_and_a_profile(page, admin):
+    """The grant editor: ticking a whole group ticks (and locks) its functions; saved, a
+    member of the group may use them. Screenshots for the docs with CC_DOCS_SCREENSHOTS=1."""
+    import os
+
+    from chat_app.models import Agent
+    from tools_app.models import ToolGrant
+    from tools_app.services.grants import everyone_group, granted_tools
+
+    ToolGrant.objects.all().delete()
+    everyone_group()
+    support = Group.objects.create(name="support")
+    member = get_user_model().objects.create_user("mia")
+    support.user_set.add(member)
+    Agent.objects.get_or_create(name="General")
+    ToolGrant.objects.create(group=support, kind="function", name="current_time")
+    login(page, "ada", "ada-password-1")
+    page.goto(f"/people/groups/{support.pk}/")
+    page.get_by_role("link", name="Grants").click()
+    expect(page.get_by_role("heading", name="What “support” may use")).to_be_visible()
+    shell_exec = page.locator("#fn-shell_exec")
+    expect(shell_exec).not_to_be_checked()
+    page.locator("#tg-shell").check()
+    expect(shell_exec).to_be_checked()
+    expect(shell_exec).to_be_disabled()
+    page.get_by_label("General").check()
+    if os.environ.get("CC_DOCS_SCREENSHOTS"):
+        docs = ROOT / "docs" / "screenshots"
+        page.screenshot(path=str(docs / "people-grants-1280.png"), full_page=False)
+        page.set_viewport_size({"width": 390, "height": 844})
+        page.screenshot(path=str(docs / "people-grants-390.png"), full_page=False)
+        page.set_viewport_size({"width": 1280, "height": 860})
+    page.get_by_role("button", name="Save grants").click()
+    expect(page.get_by_text("Saved what “support” may use.")).to_be_visible()
+    assert granted_tools(member.pk) == {"current_time", "shell_exec"}
+    assert list(Agent.objects.get(name="General").groups.all()) == [support]

@@ -10,12 +10,14 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from django.contrib.auth.models import Group
 from django.db.models import Count, Q
 from django.utils import timezone
 
 from tools_app import selectors
-from tools_app.models import ToolCall, ToolFunctionConfig, ToolGroupConfig, ToolSource
+from tools_app.models import ToolCall, ToolFunctionConfig, ToolGrant, ToolGroupConfig, ToolSource
 from tools_app.registry import BaseTool, GroupSettings, ToolGroup
+from tools_app.services.grants import EVERYONE, group_grants
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +66,14 @@ class GroupRow:
     functions: list[FunctionRow] = field(default_factory=list)
     listing: list[dict[str, str]] = field(default_factory=list)
     source: ToolSource | None = None  # imported groups: the MCP server or OpenAPI document
+    # The groups of people granted the whole tool group (or source); functions granted one
+    # by one are counted apart. Neither: only admins may use it ("not granted yet").
+    granted_to: list[str] = field(default_factory=list)
+    functions_granted: int = 0
+
+    @property
+    def not_granted(self) -> bool:
+        return not self.granted_to and not self.functions_granted
 
     @property
     def failures_24h(self) -> int:
@@ -182,8 +192,14 @@ def group_rows(names: list[str] | None = None) -> list[GroupRow]:
     function_configs = {c.name: c for c in ToolFunctionConfig.objects.all()}
     activity = _activity_24h()
     sources = {s.group_name: s for s in ToolSource.objects.all()}
+    granted = _granted_to()
+    granted_functions = set(
+        ToolGrant.objects.filter(kind=ToolGrant.Kind.FUNCTION).values_list("name", flat=True)
+    )
     rows = []
     for group in groups:
+        source = sources.get(group.name)
+        key = ("source", source.name) if source is not None else ("group", group.name)
         settings = selectors.group_settings(group.name)
         counts = activity.get(group.name, {})
         rows.append(
@@ -196,7 +212,9 @@ def group_rows(names: list[str] | None = None) -> list[GroupRow]:
                 failed_24h=counts.get("failed", 0),
                 denied_24h=counts.get("denied", 0),
                 last_test=_last_test(group.name),
-                source=sources.get(group.name),
+                source=source,
+                granted_to=granted.get(key, []),
+                functions_granted=sum(t.tool_name in granted_functions for t in group.tools),
                 functions=[
                     FunctionRow(
                         tool,
@@ -209,6 +227,31 @@ def group_rows(names: list[str] | None = None) -> list[GroupRow]:
             )
         )
     return rows
+
+
+def _granted_to() -> dict[tuple[str, str], list[str]]:
+    """(kind, name) of a tool group or source → the people groups granted it, Everyone first."""
+    out: dict[tuple[str, str], list[str]] = {}
+    rows = ToolGrant.objects.exclude(kind=ToolGrant.Kind.FUNCTION).values_list(
+        "kind", "name", "group__name"
+    )
+    for kind, name, group in rows.order_by("group__name"):
+        out.setdefault((kind, name), []).append(group)
+    for names in out.values():
+        names.sort(key=lambda n: (n != EVERYONE, n))
+    return out
+
+
+def everyone_grants_summary() -> dict[str, list[str]]:
+    """What Everyone may use, for the note at the top of the Tools Manager: tool group labels,
+    single functions and sources."""
+    everyone = Group.objects.filter(name=EVERYONE).first()
+    if everyone is None:
+        return {"group": [], "function": [], "source": []}
+    given = group_grants(everyone)
+    labels = {g.name: g.label for g in selectors.registered_groups()}
+    given["group"] = [labels.get(n, n) for n in given["group"]]
+    return given
 
 
 def group_row(name: str) -> GroupRow:

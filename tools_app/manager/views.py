@@ -80,7 +80,11 @@ def _posted_bool(request: HttpRequest, name: str) -> bool:
 @staff_only
 @require_GET
 def manager(request: HttpRequest) -> HttpResponse:
-    return render(request, "tools/manager.html", {"rows": manager_selectors.group_rows()})
+    context = {
+        "rows": manager_selectors.group_rows(),
+        "everyone": manager_selectors.everyone_grants_summary(),
+    }
+    return render(request, "tools/manager.html", context)
 
 
 def _group_body(request: HtmxHttpRequest, group: str) -> HttpResponse:

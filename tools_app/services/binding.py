@@ -1,7 +1,8 @@
 """Binding: turn a requested call into a ToolCall that may run, or a clear refusal.
 
-Validate-then-act, in this order: the tool exists → it is enabled (and offered to this agent)
-→ the arguments are JSON → they match the schema → policy allows them → limits → approval.
+Validate-then-act, in this order: the tool exists → it is granted to the person → it is
+offered to this agent (within the scope of whoever originated the call) → it is enabled → the
+arguments are JSON → they match the schema → policy allows them → limits → approval.
 A call that fails a step is stored already finished, with ``{"success": false, "error": ...}``
 as its result, so the model reads exactly what the card shows.
 """
@@ -27,6 +28,7 @@ from tools_app.models import ToolCall
 from tools_app.registry import GROUPS, TOOLS, BaseTool, GroupSettings, get_tool, is_latent
 from tools_app.runtime import BindContext, scope_narrow
 from tools_app.services.audit import audit_call
+from tools_app.services.grants import NOT_GRANTED, granted_tools, not_granted_reason
 
 logger = logging.getLogger(__name__)
 
@@ -129,16 +131,27 @@ def _lookup(
     request: CallRequest,
     allowed_tools: set[str] | None,
     unavailable: Mapping[str, str] | None = None,
+    *,
+    user_id: int | None,
 ) -> tuple[type[BaseTool], selectors.ToolState]:
     config = selectors.config_snapshot()  # imported tools as its token has them
+    granted = granted_tools(user_id, config)  # from memory while the token stands
     tool = get_tool(request.tool)
     if tool is None:
-        offered = sorted(TOOLS if allowed_tools is None else allowed_tools & set(TOOLS))
+        offered = set(TOOLS if allowed_tools is None else allowed_tools & set(TOOLS))
+        if granted is not None:
+            offered &= granted
         raise _Refused(
             ToolCall.Status.FAILED,
-            f"unknown tool {request.tool!r}; available tools: {', '.join(offered) or 'none'}",
+            f"unknown tool {request.tool!r}; available tools: "
+            f"{', '.join(sorted(offered)) or 'none'}",
         )
     _check_available(tool.tool_name, unavailable)
+    # Whoever asks, by whatever way: the person's grants (the union of their groups').
+    if granted is not None and tool.tool_name not in granted:
+        raise _Refused(
+            ToolCall.Status.DENIED, not_granted_reason(tool.tool_name), verdict=NOT_GRANTED
+        )
     if allowed_tools is not None and tool.tool_name not in allowed_tools:
         raise _Refused(
             ToolCall.Status.DENIED,
@@ -279,7 +292,7 @@ def toolcall_check(
     narrowed = scope_narrow(ctx.scope, allowed_tools)
     allowed = set(narrowed) if narrowed is not None else None
     try:
-        tool, state = _lookup(request, allowed, unavailable)
+        tool, state = _lookup(request, allowed, unavailable, user_id=ctx.user_id)
         call.group = tool.tool_group
         call.queue = GROUPS[tool.tool_group].queue
         arguments = _parse_arguments(request)
