@@ -35,6 +35,10 @@ function setDrawer(open) {
   if (!sidebar || !drawerButton) return;
   body.classList.toggle("drawer-open", open);
   drawerButton.setAttribute("aria-expanded", String(open));
+  // While the drawer covers the page, Tab stays inside it.
+  for (const behind of document.querySelectorAll(".topbar, .chat-layout > :not(.sidebar, .drawer-backdrop)")) {
+    behind.inert = open;
+  }
   if (open) {
     sidebar.querySelector("a, button, input, select, textarea")?.focus();
   } else if (sidebar.contains(document.activeElement)) {
@@ -59,6 +63,21 @@ if (sidebar && drawerButton) {
   drawerButton.addEventListener("click", () => {
     setMenu(false);
     setDrawer(!body.classList.contains("drawer-open"));
+  });
+  // Tab wraps around inside the open drawer instead of leaving for the browser's bar.
+  sidebar.addEventListener("keydown", (event) => {
+    if (event.key !== "Tab" || !body.classList.contains("drawer-open")) return;
+    const focusable = [...sidebar.querySelectorAll("a[href], button, input, select, textarea, summary")]
+      .filter((el) => !el.disabled && el.offsetParent !== null);
+    const first = focusable[0];
+    const last = focusable[focusable.length - 1];
+    if (event.shiftKey && document.activeElement === first) {
+      event.preventDefault();
+      last.focus();
+    } else if (!event.shiftKey && document.activeElement === last) {
+      event.preventDefault();
+      first.focus();
+    }
   });
   // Following a link inside the drawer (another conversation) closes it, also when the
   // sidebar's content is swapped in place.

@@ -74,6 +74,14 @@ def test_shortcuts_theme_and_accessibility_on_a_desktop(page, browser, ada, llm,
     page.keyboard.press("Escape")
     expect(page.locator(".message.role-assistant .tag", has_text="stopped")).to_be_visible()
 
+    # Ctrl+K goes to the conversation search (the sidebar's, when the page has one).
+    page.evaluate(
+        """document.querySelector('.sidebar').insertAdjacentHTML('afterbegin',
+             '<input id="conversation-search" aria-label="Search conversations">')"""
+    )
+    page.keyboard.press("Control+K")
+    expect(page.locator("#conversation-search")).to_be_focused()
+
     # Ctrl+Shift+O starts a new conversation.
     first = page.url
     page.keyboard.press("Control+Shift+O")
@@ -145,6 +153,9 @@ def test_a_phone_switches_conversation_in_the_drawer_and_logs_out(browser, app_s
 
         page.get_by_role("button", name="Conversations").click()
         expect(sidebar).to_be_visible()
+        expect(page.get_by_role("button", name="Close conversations")).to_be_focused()
+        page.keyboard.press("Shift+Tab")  # the page behind is inert: focus stays in the drawer
+        assert page.evaluate("document.activeElement.closest('.sidebar') !== null")
         assert not axe_violations(page)
         sidebar.get_by_role("link", name="Nightly backup check").click()
         page.wait_for_url(f"**/c/{older.pk}/")
