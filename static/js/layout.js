@@ -20,6 +20,11 @@ function setMenu(open) {
   if (open) document.querySelector("#site-menu a, #site-menu button")?.focus();
 }
 menuButton?.addEventListener("click", () => setMenu(!body.classList.contains("menu-open")));
+document.addEventListener("click", (event) => {
+  if (body.classList.contains("menu-open") && !event.target.closest("#site-menu, #menu-button")) {
+    setMenu(false);
+  }
+});
 narrow.addEventListener("change", () => {
   setMenu(false);
   setDrawer(false);

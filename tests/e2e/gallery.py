@@ -96,6 +96,11 @@ def test_gallery(browser: Any, app_server: str, llm: Any, provider: Any) -> None
             page.goto(url)
             shoot(page, name, size)
         page.goto(chat_url)
+        if size == "1280":
+            page.locator("main").click(position={"x": 5, "y": 5})
+            page.keyboard.press("?")
+            shoot(page, "shortcuts", size)
+            page.keyboard.press("Escape")
         if size == "390":
             page.get_by_role("button", name="Conversations").click()
             page.wait_for_timeout(300)  # the drawer's slide
