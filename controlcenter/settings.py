@@ -91,6 +91,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "infra.middleware.LoginRequiredExceptMiddleware",
+    "infra.middleware.NotAllowedPageMiddleware",
 ]
 
 ROOT_URLCONF = "controlcenter.urls"

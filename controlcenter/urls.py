@@ -15,6 +15,7 @@ urlpatterns = [
     path("accounts/", include("platform_app.people.account_urls")),
     path("accounts/", include("django.contrib.auth.urls")),
     path("people/", include("platform_app.people.urls")),
+    path("preferences/", include("platform_app.preferences.urls")),
     path("tools/", include("tools_app.manager.urls")),
     path("agents/", include("chat_app.admin_pages.urls")),
     path("api/tools/schemas.json", tool_schemas, name="tool-schemas"),
