@@ -5,6 +5,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.db.models.functions import Coalesce
 
 from infra.secrets import EncryptedTextField
 from tools_app.models import ConfigQuerySet
@@ -163,6 +164,14 @@ class Turn(models.Model):
     plan = models.JSONField(default=dict, blank=True)
     started_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Branches (chat_app.services.branches): the turn this one follows; None for the first.
+    # An edited or regenerated message starts a sibling (same parent); the conversation shows
+    # one path, from its head (the turn latest started or chosen) back to the first turn.
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children"
+    )
+    # When a person switched to the branch ending here ("‹ 1/2 ›"): it is the head again.
+    chosen_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["started_at", "id"]
@@ -171,9 +180,33 @@ class Turn(models.Model):
     def __str__(self) -> str:
         return f"turn {self.pk} ({self.status})"
 
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        # A new turn follows the conversation's head unless it was made a branch
+        # (``branch_from``): every way a turn starts (a message, a slash command, a schedule,
+        # a subagent, a test's own row) keeps the path whole.
+        if self._state.adding and self.parent_id is None and not getattr(self, "_root", False):
+            self.parent_id = turn_head_id(self.conversation_id)
+        super().save(*args, **kwargs)
+
+    def branch_from(self, other: Turn) -> None:
+        """Make this new turn a sibling of ``other`` (an edit or a regeneration of it)."""
+        self.parent_id = other.parent_id
+        self._root = other.parent_id is None
+
     @property
     def is_running(self) -> bool:
         return self.status == self.Status.RUNNING
+
+
+def turn_head_id(conversation_id: int) -> int | None:
+    """The last turn of the path a conversation shows: the one latest started, or chosen."""
+    return (
+        Turn.objects.filter(conversation_id=conversation_id)
+        .annotate(at=Coalesce("chosen_at", "started_at"))
+        .order_by("-at", "-id")
+        .values_list("id", flat=True)
+        .first()
+    )
 
 
 class Message(models.Model):
