@@ -97,6 +97,9 @@ class Conversation(models.Model):
         on_delete=models.SET_NULL,
         related_name="conversations",
     )
+    # The model picked in the chat's model switcher (with ``provider``, its endpoint), used
+    # from the next model round on; empty: the agent's (or its provider's) model.
+    model = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -243,6 +246,9 @@ class Message(models.Model):
     fallback = models.BooleanField(default=False)
     # What is happening to a streaming reply right now, e.g. "retrying in 2 s (429 …)".
     note = models.CharField(max_length=500, blank=True)
+    # What the reply cost, when the provider said: {"input_tokens", "output_tokens"}, and the
+    # "model" that wrote it.
+    usage = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     version = models.PositiveIntegerField(default=0)
 

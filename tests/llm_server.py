@@ -21,7 +21,8 @@ Endpoints (``ThreadingHTTPServer`` on 127.0.0.1, ephemeral port, one thread per 
   chunk (``tool_calls``/``stop``), a usage chunk when ``stream_options.include_usage``, then
   ``data: [DONE]``. Without ``stream`` it returns one ``chat.completion``; with a
   ``response_format`` the reply's ``text`` is the content, so script the JSON there.
-* ``GET /v1/models`` - a list holding the one model.
+* ``GET /v1/models`` - a list holding the one model and ``extra_models``; each such request
+  counts in ``model_lists``.
 * ``POST /v1/embeddings`` - OpenAI embeddings: for each input text a deterministic vector of
   ``embedding_dims`` floats, a hashed bag of words (each lower-cased word adds ±1 at a
   position its SHA-256 picks), so texts sharing words are similar and others are not.
@@ -128,6 +129,7 @@ class ScriptedLLM:
         model: str = DEFAULT_MODEL,
         embedding_dims: int = 64,
         keep_alive: bool = False,
+        extra_models: tuple[str, ...] = (),
     ) -> None:
         """``reject_tools``: answer 400 "... does not support tools" to any request carrying
         ``tools`` (as Ollama does for models without tool support). ``api_key``: when set,
@@ -139,6 +141,8 @@ class ScriptedLLM:
         self.keep_alive = keep_alive
         self.api_key = api_key
         self.model = model
+        self.extra_models = list(extra_models)
+        self.model_lists = 0
         self.embedding_dims = embedding_dims
         self.requests: list[dict[str, Any]] = []
         self.disconnects = 0
@@ -347,8 +351,12 @@ class _Handler(BaseHTTPRequestHandler):
         if refusal is not None:
             self._send_json(*refusal)
         elif urlsplit(self.path).path.rstrip("/") in ("/v1/models", "/models"):
-            model = {"id": llm.model, "object": "model", "created": 0, "owned_by": "scripted"}
-            self._send_json(200, {"object": "list", "data": [model]})
+            llm.model_lists += 1
+            models = [
+                {"id": name, "object": "model", "created": 0, "owned_by": "scripted"}
+                for name in [llm.model, *llm.extra_models]
+            ]
+            self._send_json(200, {"object": "list", "data": models})
         else:
             self._send_json(404, _openai_error(f"no route GET {self.path}", "not_found"))
 

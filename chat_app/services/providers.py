@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
+import httpx2
 from django.conf import settings
+from django.core.cache import cache
 
 from chat_app.models import Conversation, Provider
 from chat_app.providers import ClientCache, LLMProvider, make_provider
@@ -89,3 +92,122 @@ def provider_remember_no_tools(provider: Provider) -> None:
     """The endpoint rejected the ``tools`` parameter: use text fallback from now on."""
     Provider.objects.filter(pk=provider.pk).update(tools_supported=False)
     provider.tools_supported = False
+
+
+# --- the models an endpoint lists, and the chat's model switcher ---------------------------
+
+MODELS_CACHE_SECONDS = 600
+_ANTHROPIC_URL = "https://api.anthropic.com"
+_OPENAI_URL = "https://api.openai.com/v1"
+
+
+class ProviderModelsError(Exception):
+    """The endpoint's model list could not be read (clear words in ``args[0]``)."""
+
+
+def provider_models(provider: Provider, refresh: bool = False) -> list[str]:
+    """The model names the provider's endpoint lists (OpenAI-compatible ``GET /models``, or
+    Anthropic's ``/v1/models``), cached for ten minutes per provider version; ``refresh``
+    asks the endpoint again. Raises ProviderModelsError when it cannot be read."""
+    stamp = provider.updated_at.timestamp() if provider.updated_at else 0
+    key = f"cc:provider-models:{provider.pk}:{stamp}"
+    if not refresh:
+        cached = cache.get(key)
+        if cached is not None:
+            return list(cached)
+    names = _fetch_models(provider)
+    cache.set(key, names, MODELS_CACHE_SECONDS)
+    return names
+
+
+def _fetch_models(provider: Provider) -> list[str]:
+    if provider.kind == Provider.Kind.ANTHROPIC:
+        url = (provider.base_url or _ANTHROPIC_URL).rstrip("/")
+        url = url if url.endswith("/v1") else f"{url}/v1"
+        headers = {"anthropic-version": "2023-06-01"}
+        if provider.api_key:
+            headers["x-api-key"] = provider.api_key
+    else:
+        url = (provider.base_url or _OPENAI_URL).rstrip("/")
+        headers = {"Authorization": f"Bearer {provider.api_key}"} if provider.api_key else {}
+    timeout = min(float(provider.timeout_seconds), 15.0)
+    try:
+        response = httpx2.get(f"{url}/models", headers=headers, timeout=timeout)
+    except httpx2.HTTPError as exc:
+        raise ProviderModelsError(f"{provider.name}: cannot reach the endpoint ({exc})") from exc
+    if response.status_code != 200:
+        raise ProviderModelsError(
+            f"{provider.name}: the endpoint answered {response.status_code} to GET /models"
+        )
+    try:
+        data = response.json().get("data")
+        names = [str(m["id"]) for m in data if isinstance(m, dict) and m.get("id")]
+    except (ValueError, AttributeError, TypeError) as exc:
+        raise ProviderModelsError(f"{provider.name}: the model list is not readable") from exc
+    return sorted(dict.fromkeys(names))
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    provider_id: int
+    provider_name: str
+    model: str
+
+    @property
+    def value(self) -> str:
+        return f"{self.provider_id}:{self.model}"
+
+
+def model_choices(*, refresh: bool = False) -> tuple[list[ModelChoice], list[str]]:
+    """What a member may pick in the chat's model switcher, and why a list is short (an
+    endpoint that did not answer). Per provider an admin configured: its model and its
+    ``allowed_models`` when that list is set (nothing else); otherwise every model its
+    endpoint lists."""
+    choices: list[ModelChoice] = []
+    problems: list[str] = []
+    for provider in Provider.objects.order_by("-is_default", "name"):
+        if provider.allowed_models:
+            names = [provider.model, *provider.allowed_models]
+        else:
+            try:
+                names = [provider.model, *provider_models(provider, refresh=refresh)]
+            except ProviderModelsError as exc:
+                names = [provider.model]
+                problems.append(str(exc))
+        for name in dict.fromkeys(str(n) for n in names if n):
+            choices.append(ModelChoice(provider.pk, provider.name, name))
+    return choices, problems
+
+
+def conversation_model_choose(*, conversation: Conversation, value: str) -> ModelChoice | None:
+    """Use ``value`` (a ModelChoice's ``provider_id:model``; empty: the agent's model) from
+    the conversation's next model round on. Raises ValueError for anything not on offer."""
+    if not value:
+        conversation.model = ""
+        conversation.provider = None
+        conversation.save(update_fields=["model", "provider", "updated_at"])
+        return None
+    choices, _ = model_choices()
+    chosen = next((c for c in choices if c.value == value), None)
+    if chosen is None:
+        raise ValueError("that model is not offered here")
+    conversation.provider_id = chosen.provider_id
+    conversation.model = chosen.model
+    conversation.save(update_fields=["model", "provider", "updated_at"])
+    return chosen
+
+
+def conversation_model_in_force(conversation: Conversation) -> tuple[Provider, str] | None:
+    """The switcher's pick, if it still stands: its provider exists and, when that provider
+    lists ``allowed_models``, the model is still among them. None: the agent decides."""
+    if not conversation.model or conversation.provider_id is None:
+        return None
+    provider = provider_for_conversation(conversation)
+    if provider is None:
+        return None
+    if provider.allowed_models and conversation.model not in {
+        provider.model,
+        *provider.allowed_models,
+    }:
+        return None
+    return provider, conversation.model
