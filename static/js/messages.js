@@ -89,11 +89,11 @@ function openEditor(article, send) {
   const area = document.createElement("textarea");
   area.rows = Math.min(10, Math.max(2, messageSource(article).split("\n").length));
   area.value = messageSource(article);
-  area.setAttribute("aria-label", "Edit your message");
+  area.setAttribute("aria-label", "Edited text");
   const save = document.createElement("button");
   save.type = "submit";
   save.className = "primary";
-  save.textContent = "Send edited";
+  save.textContent = "Save edit";
   const cancel = document.createElement("button");
   cancel.type = "button";
   cancel.textContent = "Cancel";
