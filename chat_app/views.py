@@ -105,6 +105,12 @@ def conversation_agent(request: AuthedHtmxRequest, conversation_id: int) -> Http
 def conversation_model(request: AuthedHtmxRequest, conversation_id: int) -> HttpResponse:
     """The model switcher: the models on offer (GET; POST refresh=1 asks the providers again),
     or pick one for the conversation's next rounds (POST model=provider_id:model)."""
+    if request.method == "GET":
+        # The page loads the list after it shows; a conversation deleted (or not the
+        # person's) by then gets nothing to swap in, not an error.
+        found = selectors.conversation_for(request.user, conversation_id)
+        if found is None:
+            return HttpResponse(status=204)
     conversation = _owned(request, conversation_id)
     refresh = request.method == "POST" and bool(request.POST.get("refresh"))
     context: dict[str, Any] = {"conversation": conversation}

@@ -111,6 +111,7 @@ def test_a_model_not_on_offer_is_refused(user, other_user, conversation, big_pro
     theirs = Conversation.objects.create(owner=other_user)
     response = client.post(f"/c/{theirs.pk}/model/", {"model": f"{big_provider.pk}:tiny-model"})
     assert response.status_code == 404
+    assert client.get(f"/c/{theirs.pk}/model/").status_code == 204  # nothing, not even a hint
     theirs.refresh_from_db()
     assert theirs.model == ""
     # An admin narrowing allowed_models later also ends a pick made before.
