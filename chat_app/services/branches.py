@@ -35,6 +35,12 @@ def _turn_of(user: Any, conversation_id: int, turn_id: Any) -> Turn:
     return turn
 
 
+def _idle(turn: Turn) -> None:
+    # A turn waiting for clarification would take the text as its answer: not a branch.
+    if turn.conversation.turns.filter(status=Turn.Status.RUNNING).exists():
+        raise TurnError("the agent is still working on the previous message; press Stop first")
+
+
 def _first_message(turn: Turn) -> Message:
     message = turn.messages.filter(role=Message.Role.USER).order_by("created_at", "id").first()
     if message is None:
@@ -46,6 +52,7 @@ def turn_regenerate(*, user: Any, conversation_id: int, turn_id: Any) -> Turn | 
     """A new answer to the same message: a sibling turn (same text, origin, model and tool
     scope); the old answer stays reachable as a branch."""
     turn = _turn_of(user, conversation_id, turn_id)
+    _idle(turn)
     message = _first_message(turn)
     new = turn_start(
         conversation=turn.conversation,
@@ -66,6 +73,7 @@ def turn_edit(*, user: Any, conversation_id: int, turn_id: Any, text: Any) -> Tu
     if not isinstance(text, str):
         raise TurnError("'text' must be a string")
     turn = _turn_of(user, conversation_id, turn_id)
+    _idle(turn)
     _first_message(turn)
     new = turn_start(
         conversation=turn.conversation,
@@ -81,8 +89,7 @@ def branch_choose(*, user: Any, conversation_id: int, turn_id: Any) -> None:
     """Show the branch through ``turn_id`` (a switcher's ‹ or ›): its latest turn becomes the
     head. Not while a turn runs: the running turn is on the shown path."""
     turn = _turn_of(user, conversation_id, turn_id)
-    if turn.conversation.turns.filter(status=Turn.Status.RUNNING).exists():
-        raise TurnError("the agent is still working; press Stop first")
+    _idle(turn)
     tree = selectors.turn_tree(conversation_id)
     leaf = tree.latest_leaf(turn.pk)
     Turn.objects.filter(pk=leaf).update(chosen_at=timezone.now())

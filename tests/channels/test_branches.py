@@ -116,10 +116,23 @@ async def test_regenerate_while_running_or_on_a_foreign_turn_is_refused(
     assert (await comm.receive_json_from())["message"] == "the message is empty"
 
     @database_sync_to_async
+    def waiting_turn() -> None:  # a turn waiting for clarification would take it as its answer
+        Turn.objects.create(conversation=conversation, phase=Turn.Phase.CLARIFY)
+
+    await waiting_turn()
+    for command in (
+        {"action": "edit", "turn_id": mine, "text": "mine now"},
+        {"action": "regenerate", "turn_id": mine},
+        {"action": "branch", "turn_id": mine},
+    ):
+        await comm.send_json_to(command)
+        assert "still working" in (await comm.receive_json_from())["message"]
+
+    @database_sync_to_async
     def counts() -> tuple[int, int]:
         return Turn.objects.count(), Message.objects.filter(content="mine now").count()
 
-    assert await counts() == (2, 0)
+    assert await counts() == (3, 0)
     await comm.disconnect()
 
 
