@@ -111,7 +111,9 @@ def conversation_model(request: AuthedHtmxRequest, conversation_id: int) -> Http
         found = selectors.conversation_for(request.user, conversation_id)
         if found is None:
             return HttpResponse(status=204)
-    conversation = _owned(request, conversation_id)
+        conversation = found
+    else:
+        conversation = _owned(request, conversation_id)
     refresh = request.method == "POST" and bool(request.POST.get("refresh"))
     context: dict[str, Any] = {"conversation": conversation}
     status = 200
