@@ -1,4 +1,5 @@
-"""The chat websocket: relays events to the browser and accepts send/stop commands.
+"""The chat websocket: relays events to the browser and accepts send/stop, edit/regenerate/branch
+commands.
 
 Thin on purpose: every decision is a service call; this only checks who is asking and that
 the frame is well formed (``SafeJsonConsumer``: a malformed frame gets an ``error`` event and
@@ -10,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from chat_app import selectors
-from chat_app.services import privacy, turns
+from chat_app.services import branches, privacy, turns
 from infra.events import conversation_group
 from infra.websocket import SafeJsonConsumer, db
 from tools_app.services import approval
@@ -60,6 +61,21 @@ class ConversationConsumer(SafeJsonConsumer):
                     return
                 await db(turns.turn_send)(
                     user=user, conversation_id=self.conversation_id, text=text
+                )
+            elif action == "regenerate":
+                await db(branches.turn_regenerate)(
+                    user=user, conversation_id=self.conversation_id, turn_id=content.get("turn_id")
+                )
+            elif action == "edit":
+                await db(branches.turn_edit)(
+                    user=user,
+                    conversation_id=self.conversation_id,
+                    turn_id=content.get("turn_id"),
+                    text=content.get("text"),
+                )
+            elif action == "branch":
+                await db(branches.branch_choose)(
+                    user=user, conversation_id=self.conversation_id, turn_id=content.get("turn_id")
                 )
             elif action == "stop":
                 await db(turns.turn_stop_current)(user=user, conversation_id=self.conversation_id)

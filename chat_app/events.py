@@ -15,6 +15,12 @@ def message_event(message: Message, calls: list[Any] | None = None) -> dict[str,
     a closing reply), saving the query."""
     if calls is None:
         calls = list(message.tool_calls.all()) if message.pk else []
+    if message.role == Message.Role.USER and message.turn_id is not None:
+        # An edited or regenerated message shows its branch switcher ("‹ 2/2 ›").
+        from chat_app.selectors import turn_tree
+
+        tree = turn_tree(message.conversation_id)
+        message.branch = tree.branch_info(message.turn_id)  # type: ignore[attr-defined]
     return {
         "type": "message",
         "id": message.pk,

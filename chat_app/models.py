@@ -5,6 +5,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.db.models.functions import Coalesce
 
 from infra.secrets import EncryptedTextField
 from tools_app.models import ConfigQuerySet
@@ -98,6 +99,9 @@ class Conversation(models.Model):
         on_delete=models.SET_NULL,
         related_name="conversations",
     )
+    # The model picked in the chat's model switcher (with ``provider``, its endpoint), used
+    # from the next model round on; empty: the agent's (or its provider's) model.
+    model = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -165,6 +169,14 @@ class Turn(models.Model):
     plan = models.JSONField(default=dict, blank=True)
     started_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Branches (chat_app.services.branches): the turn this one follows; None for the first.
+    # An edited or regenerated message starts a sibling (same parent); the conversation shows
+    # one path, from its head (the turn latest started or chosen) back to the first turn.
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children"
+    )
+    # When a person switched to the branch ending here ("‹ 1/2 ›"): it is the head again.
+    chosen_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["started_at", "id"]
@@ -173,9 +185,33 @@ class Turn(models.Model):
     def __str__(self) -> str:
         return f"turn {self.pk} ({self.status})"
 
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        # A new turn follows the conversation's head unless it was made a branch
+        # (``branch_from``): every way a turn starts (a message, a slash command, a schedule,
+        # a subagent, a test's own row) keeps the path whole.
+        if self._state.adding and self.parent_id is None and not getattr(self, "_root", False):
+            self.parent_id = turn_head_id(self.conversation_id)
+        super().save(*args, **kwargs)
+
+    def branch_from(self, other: Turn) -> None:
+        """Make this new turn a sibling of ``other`` (an edit or a regeneration of it)."""
+        self.parent_id = other.parent_id
+        self._root = other.parent_id is None
+
     @property
     def is_running(self) -> bool:
         return self.status == self.Status.RUNNING
+
+
+def turn_head_id(conversation_id: int) -> int | None:
+    """The last turn of the path a conversation shows: the one latest started, or chosen."""
+    return (
+        Turn.objects.filter(conversation_id=conversation_id)
+        .annotate(at=Coalesce("chosen_at", "started_at"))
+        .order_by("-at", "-id")
+        .values_list("id", flat=True)
+        .first()
+    )
 
 
 class Message(models.Model):
@@ -212,6 +248,9 @@ class Message(models.Model):
     fallback = models.BooleanField(default=False)
     # What is happening to a streaming reply right now, e.g. "retrying in 2 s (429 …)".
     note = models.CharField(max_length=500, blank=True)
+    # What the reply cost, when the provider said: {"input_tokens", "output_tokens"}, and the
+    # "model" that wrote it.
+    usage = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     version = models.PositiveIntegerField(default=0)
 

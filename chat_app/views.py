@@ -1,11 +1,12 @@
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
@@ -16,7 +17,13 @@ from chat_app.models import Conversation
 from chat_app.pages import page_panels
 from chat_app.services import privacy
 from chat_app.services.agents import agent_default
-from chat_app.services.providers import provider_default
+from chat_app.services.providers import (
+    conversation_model_choose,
+    model_choices,
+    provider_default,
+)
+
+logger = logging.getLogger(__name__)
 
 
 class AuthedHtmxRequest(HttpRequest):
@@ -93,6 +100,45 @@ def conversation_agent(request: AuthedHtmxRequest, conversation_id: int) -> Http
         "chat/page.html#agent-bar",
         {"conversation": conversation, "agent_form": form, "agent_saved": saved},
     )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def conversation_model(request: AuthedHtmxRequest, conversation_id: int) -> HttpResponse:
+    """The model switcher: the models on offer (GET; POST refresh=1 asks the providers again),
+    or pick one for the conversation's next rounds (POST model=provider_id:model)."""
+    if request.method == "GET":
+        # The page loads the list after it shows; a conversation deleted (or not the
+        # person's) by then gets nothing to swap in, not an error.
+        found = selectors.conversation_for(request.user, conversation_id)
+        if found is None:
+            return HttpResponse(status=204)
+        conversation = found
+    else:
+        conversation = _owned(request, conversation_id)
+    refresh = request.method == "POST" and bool(request.POST.get("refresh"))
+    context: dict[str, Any] = {"conversation": conversation}
+    status = 200
+    if request.method == "POST" and not refresh:
+        try:
+            conversation_model_choose(
+                conversation=conversation, value=str(request.POST.get("model", ""))
+            )
+            context["model_saved"] = True
+        except ValueError as exc:
+            conversation.refresh_from_db()
+            context["model_error"] = str(exc)
+            logger.warning(
+                "user %s: model choice %r refused in conversation %s",
+                request.user.pk,
+                str(request.POST.get("model", ""))[:200],
+                conversation.pk,
+            )
+            status = 200 if request.htmx else 400  # htmx swaps only a 2xx: show the error
+    choices, problems = model_choices(refresh=refresh)
+    value = f"{conversation.provider_id}:{conversation.model}" if conversation.model else ""
+    context.update(model_choices=choices, model_problems=problems, model_value=value)
+    return render(request, "chat/_model_bar.html", context, status=status)
 
 
 @login_required

@@ -22,7 +22,7 @@ Endpoints (``ThreadingHTTPServer`` on 127.0.0.1, ephemeral port, one thread per 
   ``data: [DONE]``. Without ``stream`` it returns one ``chat.completion``; with a
   ``response_format`` the reply's ``text`` is the content, so script the JSON there.
 * ``GET /v1/models`` - a list of the model and ``extra_models`` (with an ``anthropic-version``
-  header, checked against the key as Anthropic does).
+  header, checked against the key as Anthropic does); each such request counts in ``model_lists``.
 * ``POST /v1/embeddings`` - OpenAI embeddings: for each input text a deterministic vector of
   ``embedding_dims`` floats, a hashed bag of words (each lower-cased word adds ±1 at a
   position its SHA-256 picks), so texts sharing words are similar and others are not.
@@ -142,6 +142,7 @@ class ScriptedLLM:
         self.api_key = api_key
         self.model = model
         self.extra_models = list(extra_models)  # listed by GET /models besides ``model``
+        self.model_lists = 0
         self.embedding_dims = embedding_dims
         self.requests: list[dict[str, Any]] = []
         self.disconnects = 0
@@ -351,6 +352,7 @@ class _Handler(BaseHTTPRequestHandler):
         if refusal is not None:
             self._send_json(*refusal)
         elif urlsplit(self.path).path.rstrip("/") in ("/v1/models", "/models"):
+            llm.model_lists += 1
             names = [llm.model, *llm.extra_models]
             models = [
                 {"id": name, "object": "model", "created": 0, "owned_by": "scripted"}

@@ -14,9 +14,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.db.models import Q
+
 from chat_app.fallback import format_tool_results
 from chat_app.models import Conversation, Message
 from chat_app.providers import ChatMessage, ImagePart, ToolCallRequest
+from chat_app.selectors import turn_tree
 from tools_app import selectors
 from tools_app.models import ToolCall
 from tools_app.untrusted import marker_id, untrusted
@@ -46,12 +49,13 @@ def build_history(
     # Every model round runs this: only the columns the history needs, and the calls in one
     # unordered query grouped here (Django's prefetch machinery and an ORDER BY over
     # ToolCall's many columns cost more Python than the queries take).
-    messages = list(
-        Message.objects.filter(conversation=conversation)
-        .exclude(role=Message.Role.NOTICE)
-        .only(*_MESSAGE_FIELDS)
-        .order_by("created_at", "id")
-    )
+    found = Message.objects.filter(conversation=conversation).exclude(role=Message.Role.NOTICE)
+    # Only the shown branch (an edited or regenerated message left the others behind); the
+    # messages of no turn (a subagent's answer) belong to every branch.
+    tree = turn_tree(conversation.pk)
+    if not tree.is_linear():
+        found = found.filter(Q(turn_id__in=tree.path) | Q(turn__isnull=True))
+    messages = list(found.only(*_MESSAGE_FIELDS).order_by("created_at", "id"))
     by_message: dict[int, list[ToolCall]] = {}
     for call in (
         ToolCall.objects.filter(conversation=conversation, message_id__isnull=False)

@@ -46,6 +46,7 @@ from chat_app.services.history import build_history
 from chat_app.services.live import LiveRound, RoundSupervisor, Stopped
 from chat_app.services.prompt_blocks import prompt_blocks
 from chat_app.services.providers import (
+    conversation_model_in_force,
     provider_client,
     provider_for_conversation,
     provider_remember_no_tools,
@@ -115,6 +116,7 @@ class RoundPlan:
     # The streaming message as this round last wrote it: every write to it while it streams is
     # this round's own (the reaper and a crash close it), so it is kept here, not read back.
     message: Message | None = None
+    model: str = ""  # the model name asked for (the provider's when empty)
 
 
 # A tool's schema depends only on its class: generating it (pydantic's JSON Schema plus the
@@ -196,6 +198,12 @@ def _round_prepare(turn_id: int, *, runner: str, clients: ClientCache | None) ->
         return None
     agent = agent_for_conversation(turn.conversation)
     provider = agent.provider or provider_for_conversation(turn.conversation)
+    # turn.model: a schedule's or a subagent's own model, for this turn only; otherwise the
+    # chat's model switcher, then the agent's.
+    model = turn.model or agent.model
+    picked = None if turn.model else conversation_model_in_force(turn.conversation)
+    if picked is not None:
+        provider, model = picked
     if provider is None:
         turn_finish(turn, status=Turn.Status.FAILED, error="no LLM provider", notice=NO_PROVIDER)
         return None
@@ -221,10 +229,9 @@ def _round_prepare(turn_id: int, *, runner: str, clients: ClientCache | None) ->
         message_id=message.pk,
         provider=provider,
         agent=agent,
-        # turn.model: a schedule's or a subagent's own model, for this turn only
         client=provider_client(
             provider,
-            model=turn.model or agent.model,
+            model=model,
             clients=clients,
             shard=turn.conversation_id,
         ),
@@ -237,6 +244,7 @@ def _round_prepare(turn_id: int, *, runner: str, clients: ClientCache | None) ->
             max_retries=provider.max_retries, backoff_seconds=provider.retry_backoff_seconds
         ),
         message=message,
+        model=model or provider.model,
     )
     _build_request(plan, turn)
     return plan
@@ -396,7 +404,8 @@ def _round_complete(plan: RoundPlan, text: str, outcome: ModelReply | BaseExcept
         error = f"internal error while streaming the reply: {type(outcome).__name__}: {outcome}"
         turn_finish(turn, status=Turn.Status.FAILED, error=error, notice=f"⚠ {error}")
         return
-    _close_message(plan, outcome.text, state=Message.State.COMPLETE)
+    usage = {**outcome.usage, "model": plan.model} if outcome.usage else {}
+    _close_message(plan, outcome.text, state=Message.State.COMPLETE, usage=usage)
     requests = _tool_requests(outcome, native=plan.native, turn_id=plan.turn_id)
     if not requests:
         turn_finish(turn, status=Turn.Status.SUCCEEDED)
@@ -503,9 +512,11 @@ def _bind_and_dispatch(plan: RoundPlan, requests: list[CallRequest]) -> None:
         turn_advance(plan.turn_id)
 
 
-def _close_message(plan: RoundPlan, text: str, *, state: str) -> None:
+def _close_message(
+    plan: RoundPlan, text: str, *, state: str, usage: dict[str, Any] | None = None
+) -> None:
     if not Message.objects.filter(pk=plan.message_id, state=Message.State.STREAMING).update(
-        content=text, state=state, note="", version=F("version") + 1
+        content=text, state=state, note="", version=F("version") + 1, usage=usage or {}
     ):
         return  # closed meanwhile (the reaper): what it wrote stands
     message = plan.message
@@ -513,6 +524,7 @@ def _close_message(plan: RoundPlan, text: str, *, state: str) -> None:
         message = Message.objects.get(pk=plan.message_id)
     else:  # as the UPDATE left it: it was still streaming, so no one else wrote it since
         message.content, message.state, message.note = text, state, ""
+        message.usage = usage or {}
         message.version += 1
     # None bound yet. Queued, not waited for: the calls' cards and the turn's end follow it.
     message_publish(message, calls=[], wait=False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -11,6 +12,7 @@ from django.db import transaction
 
 from chat_app.models import Conversation, Provider
 from chat_app.providers import ClientCache, LLMProvider, make_provider
+from chat_app.services.provider_probe import ProbeError, models_fetch
 from chat_app.services.agents import agent_for_conversation
 from tools_app.selectors import config_memo
 
@@ -131,15 +133,16 @@ def provider_remember_no_tools(provider: Provider) -> None:
     provider.tools_supported = False
 
 
-MODELS_CACHE_SECONDS = 300
+# --- the models an endpoint lists, and the chat's model switcher ---------------------------
+
+MODELS_CACHE_SECONDS = 600
+ProviderModelsError = ProbeError  # the switcher's name for it
 
 
 def provider_models(provider: Provider, refresh: bool = False) -> list[str]:
     """The model names the provider's endpoint lists (``GET {base_url}/models`` with its key,
-    short timeout), kept for a few minutes per process; ``refresh`` asks again. Raises
-    ``ProbeError`` (a readable reason, never the key) when the endpoint cannot say."""
-    from chat_app.services.provider_probe import models_fetch
-
+    short timeout), cached for ten minutes per provider version; ``refresh`` asks again.
+    Raises ``ProbeError`` (a readable reason, never the key) when the endpoint cannot say."""
     stamp = provider.updated_at.timestamp() if provider.updated_at else 0
     key = f"cc:provider-models:{provider.pk}:{stamp}"
     if not refresh:
@@ -149,3 +152,69 @@ def provider_models(provider: Provider, refresh: bool = False) -> list[str]:
     names, _ = models_fetch(provider)
     cache.set(key, names, MODELS_CACHE_SECONDS)
     return names
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    provider_id: int
+    provider_name: str
+    model: str
+
+    @property
+    def value(self) -> str:
+        return f"{self.provider_id}:{self.model}"
+
+
+def model_choices(*, refresh: bool = False) -> tuple[list[ModelChoice], list[str]]:
+    """What a member may pick in the chat's model switcher, and why a list is short (an
+    endpoint that did not answer). Per provider an admin configured: its model and its
+    ``allowed_models`` when that list is set (nothing else); otherwise every model its
+    endpoint lists."""
+    choices: list[ModelChoice] = []
+    problems: list[str] = []
+    for provider in Provider.objects.order_by("-is_default", "name"):
+        if provider.allowed_models:
+            names = [provider.model, *provider.allowed_models]
+        else:
+            try:
+                names = [provider.model, *provider_models(provider, refresh=refresh)]
+            except ProviderModelsError as exc:
+                names = [provider.model]
+                problems.append(str(exc))
+        for name in dict.fromkeys(str(n) for n in names if n):
+            choices.append(ModelChoice(provider.pk, provider.name, name))
+    return choices, problems
+
+
+def conversation_model_choose(*, conversation: Conversation, value: str) -> ModelChoice | None:
+    """Use ``value`` (a ModelChoice's ``provider_id:model``; empty: the agent's model) from
+    the conversation's next model round on. Raises ValueError for anything not on offer."""
+    if not value:
+        conversation.model = ""
+        conversation.provider = None
+        conversation.save(update_fields=["model", "provider", "updated_at"])
+        return None
+    choices, _ = model_choices()
+    chosen = next((c for c in choices if c.value == value), None)
+    if chosen is None:
+        raise ValueError("that model is not offered here")
+    conversation.provider_id = chosen.provider_id
+    conversation.model = chosen.model
+    conversation.save(update_fields=["model", "provider", "updated_at"])
+    return chosen
+
+
+def conversation_model_in_force(conversation: Conversation) -> tuple[Provider, str] | None:
+    """The switcher's pick, if it still stands: its provider exists and, when that provider
+    lists ``allowed_models``, the model is still among them. None: the agent decides."""
+    if not conversation.model or conversation.provider_id is None:
+        return None
+    provider = provider_for_conversation(conversation)
+    if provider is None:
+        return None
+    if provider.allowed_models and conversation.model not in {
+        provider.model,
+        *provider.allowed_models,
+    }:
+        return None
+    return provider, conversation.model

@@ -51,6 +51,7 @@ def slash_run(
     text: str,
     origin: str = "",
     scope: list[str] | None = None,
+    branch_of: Turn | None = None,
 ) -> Turn | None:
     """Run ``text`` (``/tool args``) as a turn of one call. ``scope``: the tool list of what
     started the turn (a subagent, a schedule); the call binds within it and within the agent's
@@ -74,13 +75,16 @@ def slash_run(
             )
             turn = None
         else:
-            turn = Turn.objects.create(
+            turn = Turn(
                 conversation=conversation,
                 user_id=user_id,
                 kind=Turn.Kind.SLASH,
                 phase=Turn.Phase.TOOLS,
                 tool_scope=scope,
             )
+            if branch_of is not None:  # an edited command: beside the turn it replaces
+                turn.branch_from(branch_of)
+            turn.save()
             user_message.turn = turn
             user_message.save(update_fields=["turn"])
             arguments, error = _arguments(tool, rest)

@@ -78,8 +78,11 @@ def turn_start(
     max_rounds: int | None = None,
     origin: str = "",
     scope: list[str] | None = None,
+    branch_of: Turn | None = None,
 ) -> Turn | None:
-    """Store the user's message and queue the turn's first round. ``model``, ``max_rounds``,
+    """Store the user's message and queue the turn's first round. ``branch_of``: a turn this
+    one stands beside (an edited or regenerated message, chat_app.services.branches).
+    ``model``, ``max_rounds``,
     ``origin`` and ``scope`` are for turns the platform starts (a schedule firing, a
     subagent): ``scope`` is the tool list of the call that started it (``ToolCall.scope``),
     which every call of the turn binds within, a ``/`` message's included."""
@@ -108,7 +111,12 @@ def turn_start(
         raise TurnError("the agent is still working on the previous message; press Stop first")
     if text.startswith("/"):
         slashed = slash_run(
-            conversation=conversation, user_id=user_id, text=text, origin=origin, scope=scope
+            conversation=conversation,
+            user_id=user_id,
+            text=text,
+            origin=origin,
+            scope=scope,
+            branch_of=branch_of,
         )
         if slashed is not None:
             turn_advance(slashed.pk)
@@ -123,6 +131,8 @@ def turn_start(
         tool_scope=scope,
         heartbeat_at=timezone.now(),  # queued at
     )
+    if branch_of is not None:
+        turn.branch_from(branch_of)
     message = Message(
         conversation=conversation, role=Message.Role.USER, content=text, origin=origin
     )

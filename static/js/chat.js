@@ -14,6 +14,7 @@ import {
   trackTouchedDetails,
   upsert,
 } from "./cards.js";
+import { enhance, installMessageActions } from "./messages.js";
 
 const chat = document.getElementById("chat");
 const messages = document.getElementById("messages");
@@ -80,6 +81,7 @@ function refreshSchedulesAfter(card) {
 const handlers = {
   snapshot(event) {
     messages.innerHTML = event.html;
+    enhance(messages);
     setRunning(event.running, event.waiting);
     if (event.plan_html) showPlan(event.plan_html);
     messages.scrollTop = messages.scrollHeight;
@@ -92,6 +94,7 @@ const handlers = {
       upsert(document.getElementById(`message-${event.id}`), incoming, (el) =>
         messages.append(el),
       );
+      enhance(messages);
     });
   },
   token(event) {
@@ -223,6 +226,16 @@ messages.addEventListener("click", (event) => {
 });
 
 trackTouchedDetails(messages);
+// Copy, edit, regenerate and branch buttons on messages (messages.js).
+installMessageActions(messages, (command) => {
+  if (!socket || socket.readyState !== WebSocket.OPEN) {
+    showError("Not connected yet — try again in a moment.");
+    return false;
+  }
+  showError("");
+  socket.send(JSON.stringify(command));
+  return true;
+});
 
 setRunning(running, waiting);
 messages.scrollTop = messages.scrollHeight;
