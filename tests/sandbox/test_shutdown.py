@@ -1,0 +1,111 @@
+"""Issue 23 B4: warm sandbox containers do not outlive the app.
+
+They used to keep running after ``make run`` stopped, until the app ran again for
+SANDBOX_IDLE_SECONDS. Now the process removes its warm containers on SIGTERM/SIGINT, and the
+containers a killed process left are reaped by the next start, by label: only this
+deployment's (``controlcenter.sandbox``), only those whose maker (``controlcenter.owner``) is
+gone. The real app server (``manage.py serve``) runs a shell command over /mcp/ in its
+in-process worker; the test's pool label keeps its containers apart from everyone else's on
+the shared engine."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import socket
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from platform_app.api_tokens import api_token_create
+from tests.conftest import _SHARED
+from tests.e2e.conftest import run_app_server
+from tests.helpers import wait_for
+from tests.security.test_tokens_mcp import _with_session
+from tests.tools.conftest import configure, require_backend
+
+pytestmark = [pytest.mark.docker]
+
+
+@pytest.fixture
+def label(transactional_db: None) -> Iterator[str]:
+    require_backend("docker")
+    configure("shell", sandbox_backend="docker")
+    value = f"b4-{uuid.uuid4().hex[:8]}"
+    yield value
+    for container in _containers(value):
+        container.remove(force=True)
+
+
+def _containers(label: str) -> list[Any]:
+    import docker
+
+    client = docker.from_env(timeout=30)
+    return list(
+        client.containers.list(all=True, filters={"label": f"controlcenter.sandbox={label}"})
+    )
+
+
+def _run_a_command(url: str, user: Any) -> None:
+    token = api_token_create(user=user, name=f"b4 {uuid.uuid4().hex[:6]}")[1]
+
+    async def work(session: Any) -> Any:
+        return await session.call_tool("shell_exec", {"command": "echo warm"})
+
+    result = asyncio.run(_with_session(url, token, work))
+    assert result.structured_content["status"] == "succeeded", result.content
+
+
+def _server_process() -> Any:
+    """The app server run_app_server started last."""
+    return _SHARED[-1]
+
+
+def _server(label: str, log: str) -> Any:
+    return run_app_server("--no-beat", log_name=log, SANDBOX_POOL_LABEL=label)
+
+
+def test_sigterm_removes_the_warm_container(label: str, user: Any) -> None:
+    with _server(label, "test-b4-term.log") as url:
+        _run_a_command(url, user)
+        assert [c.status for c in _containers(label)] == ["running"]
+    # run_app_server ends with SIGTERM (terminate) and waits for the exit
+    assert _containers(label) == []
+
+
+def test_a_killed_servers_container_is_reaped_at_the_next_start(label: str, user: Any) -> None:
+    # Another deployment's container (its own label) whose maker is gone too: never ours.
+    other = _orphan_of_another_deployment(f"{label}-other")
+    try:
+        with _server(label, "test-b4-kill.log") as url:
+            _run_a_command(url, user)
+            server = _server_process()
+            server.send_signal(signal.SIGKILL)
+            server.wait(timeout=10)
+        assert len(_containers(label)) == 1, "a killed process cannot remove its container"
+        with _server(label, "test-b4-kill.log"):
+            wait_for(lambda: _containers(label) == [], timeout=30, message="the orphan reaped")
+            other.reload()
+            assert other.status == "running", "another deployment's container was touched"
+    finally:
+        other.remove(force=True)
+
+
+def _orphan_of_another_deployment(label: str) -> Any:
+    import docker
+
+    from tests.sandbox.conftest import IMAGE
+    from tools_app.sandbox.docker_containers import LABEL, LABEL_OWNER
+
+    dead = f"{socket.gethostname()}/{2**22 + 7}/1"  # above pid_max's default: no such process
+    client = docker.from_env(timeout=30)
+    return client.containers.run(
+        IMAGE,
+        ["sleep", "infinity"],
+        detach=True,
+        network_mode="none",
+        labels={LABEL: label, LABEL_OWNER: dead},
+        name=f"cc-test-b4-{uuid.uuid4().hex[:8]}",
+    )
