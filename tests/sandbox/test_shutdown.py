@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import signal
 import socket
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -109,3 +111,59 @@ def _orphan_of_another_deployment(label: str) -> Any:
         labels={LABEL: label, LABEL_OWNER: dead},
         name=f"cc-test-b4-{uuid.uuid4().hex[:8]}",
     )
+
+
+@pytest.mark.distributed_only
+def test_a_worker_removes_its_warm_container_on_sigterm(label: str, user: Any) -> None:
+    """A ``celery worker`` process (prefork: the container is a pool child's) on a queue of
+    its own, so the session's shared worker never takes the call."""
+    from tests.conftest import ROOT, child_env, stop_process
+    from tools_app.models import ToolCall
+    from tools_app.runtime import BindContext
+    from tools_app.services.binding import CallRequest, toolcall_bind
+    from tools_app.tasks import run_tool_call
+
+    queue = f"b4-{label}"
+    log = open(ROOT / "var" / "test-b4-worker.log", "ab")  # noqa: SIM115 - the process's
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "controlcenter",
+            "worker",
+            "-Q",
+            queue,
+            "-c",
+            "2",
+            "-n",
+            f"{queue}@%h",
+            "-l",
+            "WARNING",
+            "--without-mingle",
+            "--without-gossip",
+        ],
+        cwd=ROOT,
+        env=child_env(SANDBOX_POOL_LABEL=label),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        call = toolcall_bind(
+            request=CallRequest(tool="shell_exec", arguments={"command": "echo warm"}),
+            ctx=BindContext(user_id=user.pk, conversation_id=None, source="api"),
+        )
+        assert call.status == ToolCall.Status.QUEUED, call.error
+        run_tool_call.apply_async(args=[call.pk], queue=queue)
+        done = wait_for(
+            lambda: ToolCall.objects.filter(pk=call.pk, status__in=ToolCall.TERMINAL).first(),
+            timeout=90,
+            message="the worker to run the call",
+        )
+        assert done.status == ToolCall.Status.SUCCEEDED, done.error
+        assert [c.status for c in _containers(label)] == ["running"]
+    finally:
+        stop_process(proc, timeout=30)  # SIGTERM: Celery's warm shutdown
+    assert proc.returncode == 0, "the worker was killed, not stopped"
+    assert _containers(label) == []
