@@ -150,6 +150,18 @@ def test_a_worker_removes_its_warm_container_on_sigterm(label: str, user: Any) -
         stderr=subprocess.STDOUT,
     )
     try:
+        # Ready before the call is made: a call left waiting is sent again to the shared queue.
+        from infra.celery_app import app
+
+        wait_for(
+            lambda: (
+                proc.poll() is not None
+                or any(queue in key for r in app.control.ping(timeout=0.3) for key in r)
+            ),
+            timeout=90,
+            message="the worker to answer ping",
+        )
+        assert proc.poll() is None, "the worker exited; see var/test-b4-worker.log"
         call = toolcall_bind(
             request=CallRequest(tool="shell_exec", arguments={"command": "echo warm"}),
             ctx=BindContext(user_id=user.pk, conversation_id=None, source="api"),
