@@ -71,3 +71,17 @@ def test_loopback_stays_a_policy_denial(user: Any, url: str) -> None:
     call = run_tool("http_request", user=user, url=url)
     assert call.status == ToolCall.Status.DENIED, (call.status, call.error)
     assert call.error.startswith("policy: URL refused"), call.error
+
+
+def test_the_browsers_guard_does_not_count_an_unresolvable_name_as_blocked() -> None:
+    # The request goes on to the pinning proxy, which answers "unreachable": the page sees a
+    # network error, and no "blocked" entry turns the call into a denial.
+    import asyncio
+
+    from tools_app.errors import NetworkError
+    from tools_app.executors.browser.guard import Judge, Policy, resolve_checked
+
+    assert asyncio.run(Judge(Policy()).verdict(f"https://{NOWHERE}/")) is None
+    assert asyncio.run(Judge(Policy()).verdict("http://127.0.0.1/")) is not None
+    with pytest.raises(NetworkError):
+        asyncio.run(resolve_checked(Policy(), NOWHERE, 443))
