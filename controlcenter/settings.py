@@ -210,7 +210,9 @@ if MODE == "distributed":
     CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {"ack_emulation": False}
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "infra.layers.ThreadSafeInMemoryChannelLayer"}}
-    CELERY_BROKER_URL = "memory://"
+    # A host name, although the in-memory transport ignores it: without one kombu logs "No
+    # hostname was supplied. Reverting to default 'localhost'" each time the worker starts.
+    CELERY_BROKER_URL = "memory://localhost/"
     # kombu polls the in-memory transport (1 s by default); ours is woken by each message.
     CELERY_BROKER_TRANSPORT = "infra.memory_transport:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS = {}

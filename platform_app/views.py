@@ -15,10 +15,10 @@ from django.views.decorators.http import require_http_methods, require_POST
 from chat_app.models import Agent, Conversation
 from chat_app.services import privacy
 from chat_app.services.agents import agent_granted, agents_for
-from platform_app import reports
+from platform_app import reports, self_service
 from platform_app.api_tokens import TokenError, api_token_create, api_token_revoke
 from platform_app.models import Schedule
-from platform_app.schedules import schedules_for
+from platform_app.schedules import cron_explain, schedules_for
 from tools_app.models import ApiToken, ToolCall
 from tools_app.services.approval import ApprovalError, toolcall_decide
 
@@ -45,7 +45,7 @@ def tokens(request: HttpRequest) -> HttpResponse:
             messages.success(
                 request, f"Token “{token.name}” created. Copy it now: it is not shown again."
             )
-    user_id = int(request.user.pk or 0)  # login_required: always a real user here
+    user_id = _me(request)
     context = {
         "tokens": ApiToken.objects.filter(user_id=user_id).select_related("agent"),
         "agents": agents_for(request.user),
@@ -94,27 +94,179 @@ def token_decide(request: HttpRequest, call_id: int) -> HttpResponse:
 def chat_page_panels(request: HttpRequest, conversation: Conversation) -> dict[str, Any]:
     """What the chat page shows of the platform (registered with ``chat_app.pages``)."""
     return {
-        "schedules": list(schedules_for(int(request.user.pk or 0))),
+        "schedules": list(schedules_for(_me(request))),
         "reports": reports.conversation_reports(conversation),
     }
 
 
 @login_required
 def schedule_list(request: HttpRequest) -> HttpResponse:
-    """The sidebar's schedules (the page refreshes them after a schedule_* call)."""
-    schedules = list(schedules_for(int(request.user.pk or 0)))
+    """The sidebar's schedules (the page refreshes them after a schedule_* call); opened
+    directly, the My schedules page."""
+    if not getattr(request, "htmx", False):
+        return my_schedules(request)
+    schedules = list(schedules_for(_me(request)))
     return render(request, "chat/page.html#schedule-list", {"schedules": schedules})
 
 
 @login_required
 @require_POST
 def schedule_delete(request: HttpRequest, schedule_id: int) -> HttpResponse:
-    deleted, _ = Schedule.objects.filter(pk=schedule_id, user_id=int(request.user.pk or 0)).delete()
+    deleted, _ = Schedule.objects.filter(pk=schedule_id, user_id=_me(request)).delete()
     if not deleted:  # someone else's, or gone: the same answer
         raise Http404("schedule not found")
+    if request.POST.get("from") == "page":
+        messages.success(request, "Schedule deleted.")
+        return redirect("platform:schedules")
     if getattr(request, "htmx", False):
         return schedule_list(request)
     return redirect("chat:index")
+
+
+# --- the self-service pages: My memory, My schedules, My reports -------------------------
+
+
+def _me(request: HttpRequest) -> int:
+    return int(request.user.pk or 0)  # login_required: always a real user here
+
+
+@login_required
+def my_memory(request: HttpRequest) -> HttpResponse:
+    query = request.GET.get("q", "")[:200]
+    context = {
+        "query": query,
+        "chunks": self_service.my_memory(user_id=_me(request), query=query),
+        "core": self_service.my_core_memory(user_id=_me(request)),
+    }
+    return render(request, "platform/my_memory.html", context)
+
+
+@login_required
+def my_memory_chunk(request: HttpRequest, chunk_id: int) -> HttpResponse:
+    chunk = self_service.my_memory_chunk(user_id=_me(request), chunk_id=chunk_id)
+    if chunk is None:
+        raise Http404("memory entry not found")
+    return render(request, "platform/my_memory_entry.html", {"chunk": chunk})
+
+
+@login_required
+@require_POST
+def my_memory_delete(request: HttpRequest, chunk_id: int) -> HttpResponse:
+    if not self_service.my_memory_delete(user_id=_me(request), chunk_id=chunk_id):
+        raise Http404("memory entry not found")
+    messages.success(request, "Memory entry deleted.")
+    return redirect("platform:memory")
+
+
+@login_required
+@require_POST
+def my_core_delete(request: HttpRequest, entry_id: int) -> HttpResponse:
+    if not self_service.my_core_delete(user_id=_me(request), entry_id=entry_id):
+        raise Http404("core memory entry not found")
+    messages.success(request, "Core memory entry deleted.")
+    return redirect("platform:memory")
+
+
+def _schedule_rows(user_id: int) -> list[dict[str, Any]]:
+    rows = []
+    for schedule in schedules_for(user_id):
+        rows.append({"schedule": schedule, "explained": cron_explain(schedule.cron)})
+    return rows
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def my_schedules(request: HttpRequest) -> HttpResponse:
+    zone = self_service.default_zone()
+    form = self_service.ScheduleForm(name="", cron="0 9 * * 1-5", message="", timezone=zone)
+    error = ""
+    if request.method == "POST":
+        form = self_service.ScheduleForm.of(request.POST, default_zone=zone)
+        try:
+            schedule = self_service.my_schedule_create(user_id=_me(request), form=form)
+        except self_service.ScheduleInvalid as exc:
+            error = str(exc)
+        else:
+            messages.success(request, f"Schedule “{schedule.name}” created.")
+            return redirect("platform:schedules")
+    context = {
+        "rows": _schedule_rows(_me(request)),
+        "form": form,
+        "error": error,
+        "preview": _preview(form.cron, form.timezone),
+    }
+    return render(request, "platform/my_schedules.html", context, status=400 if error else 200)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def my_schedule_edit(request: HttpRequest, schedule_id: int) -> HttpResponse:
+    schedule = self_service.my_schedule(user_id=_me(request), schedule_id=schedule_id)
+    if schedule is None:
+        raise Http404("schedule not found")
+    form = self_service.ScheduleForm(
+        name=schedule.name,
+        cron=schedule.cron,
+        message=schedule.message,
+        timezone=schedule.timezone,
+        enabled=schedule.enabled,
+    )
+    error = ""
+    if request.method == "POST":
+        form = self_service.ScheduleForm.of(request.POST, default_zone=schedule.timezone)
+        form.enabled = "enabled" in request.POST
+        try:
+            self_service.my_schedule_update(schedule=schedule, form=form)
+        except self_service.ScheduleInvalid as exc:
+            error = str(exc)
+        else:
+            messages.success(request, f"Schedule “{schedule.name}” saved.")
+            return redirect("platform:schedules")
+    context = {
+        "schedule": schedule,
+        "form": form,
+        "error": error,
+        "preview": _preview(form.cron, form.timezone),
+    }
+    return render(request, "platform/my_schedule_edit.html", context, status=400 if error else 200)
+
+
+@login_required
+@require_POST
+def my_schedule_pause(request: HttpRequest, schedule_id: int) -> HttpResponse:
+    schedule = self_service.my_schedule(user_id=_me(request), schedule_id=schedule_id)
+    if schedule is None:
+        raise Http404("schedule not found")
+    paused = request.POST.get("paused") == "1"
+    self_service.my_schedule_pause(schedule=schedule, paused=paused)
+    messages.success(request, f"Schedule “{schedule.name}” {'paused' if paused else 'resumed'}.")
+    return redirect("platform:schedules")
+
+
+def _preview(cron: str, tz: str) -> dict[str, Any]:
+    try:
+        times = self_service.cron_preview(cron, tz=tz)
+    except self_service.ScheduleInvalid as exc:
+        return {"error": str(exc), "times": [], "explained": ""}
+    return {"error": "", "times": times, "explained": cron_explain(cron), "zone": tz}
+
+
+@login_required
+def my_cron_preview(request: HttpRequest) -> HttpResponse:
+    """The next five firing times of the expression being typed (the form asks as it
+    changes)."""
+    cron = request.GET.get("cron", "")[:120]
+    tz = request.GET.get("timezone", "")[:64] or self_service.default_zone()
+    return render(request, "platform/_cron_preview.html", {"preview": _preview(cron, tz)})
+
+
+@login_required
+def my_reports(request: HttpRequest) -> HttpResponse:
+    return render(
+        request,
+        "platform/my_reports.html",
+        {"reports": self_service.my_reports(user_id=_me(request))},
+    )
 
 
 def _viewed(request: HttpRequest, conversation_id: int, *, via: str) -> Conversation:

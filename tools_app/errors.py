@@ -30,6 +30,14 @@ class PolicyDenied(ToolError):
         self.reason = reason
 
 
+class NetworkError(ToolError):
+    """The network failed (a name that does not resolve, a host that cannot be reached): the
+    call is ``failed`` with the network's reason, never a policy verdict. Retrying may help."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, permanent=False)
+
+
 class ToolTimeout(ToolError):
     def __init__(self, seconds: float, output: str = "") -> None:
         super().__init__(f"timed out after {seconds:g} s", permanent=False)

@@ -31,7 +31,7 @@ from urllib.parse import quote, urlsplit
 
 import idna
 
-from tools_app.errors import PolicyDenied
+from tools_app.errors import NetworkError, PolicyDenied
 
 logger = logging.getLogger(__name__)
 
@@ -400,7 +400,8 @@ def _resolve(host: str, port: int) -> list[str]:
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
     except (socket.gaierror, UnicodeError) as exc:
-        raise _deny(f"cannot resolve host {host!r} ({exc})") from exc
+        # Not a verdict: the name may resolve in a minute. Policy judges addresses it knows.
+        raise NetworkError(f"cannot resolve host {host!r} ({exc})") from exc
     addresses: list[str] = []
     for family, _type, _proto, _canon, sockaddr in infos:
         if family not in (socket.AF_INET, socket.AF_INET6):
@@ -409,7 +410,7 @@ def _resolve(host: str, port: int) -> list[str]:
         if address not in addresses:
             addresses.append(address)
     if not addresses:
-        raise _deny(f"host {host!r} has no IPv4 or IPv6 address")
+        raise NetworkError(f"host {host!r} has no IPv4 or IPv6 address")
     return addresses
 
 
@@ -429,7 +430,8 @@ def check_url(
     bypass a non-empty ``allowed_hosts``.
     Every resolved address must pass, or the URL is refused: a name answering with one public
     and one private address is refused, since the connection could land on either.
-    Raises PolicyDenied with the reason.
+    Raises PolicyDenied with the reason; NetworkError when the name does not resolve (a
+    network failure, not a verdict: nothing was refused).
     """
     parsed = _parse(url)
     host = parsed.host

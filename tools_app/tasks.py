@@ -1,9 +1,10 @@
 from __future__ import annotations
 
 import contextlib
+import threading
 
 from celery import shared_task
-from celery.signals import worker_ready
+from celery.signals import worker_init, worker_process_shutdown, worker_ready, worker_shutdown
 
 
 @shared_task(name="tools_app.tasks.run_tool_call", ignore_result=True)
@@ -34,3 +35,21 @@ def _start_maintenance(**_: object) -> None:
     from infra.maintenance import start_maintenance_thread
 
     start_maintenance_thread()
+
+
+@worker_init.connect(weak=False, dispatch_uid="cc-sandbox-orphans")
+def _reap_orphaned_sandboxes(**_: object) -> None:
+    """Warm sandbox containers a killed worker of this deployment left running go now (in a
+    thread: an engine slow to answer must not hold the worker's start)."""
+    from tools_app.sandbox import reap_orphaned_sandboxes
+
+    threading.Thread(target=reap_orphaned_sandboxes, name="sandbox-orphans", daemon=True).start()
+
+
+@worker_shutdown.connect(weak=False, dispatch_uid="cc-sandbox-shutdown")
+@worker_process_shutdown.connect(weak=False, dispatch_uid="cc-sandbox-process-shutdown")
+def _remove_warm_sandboxes(**_: object) -> None:
+    """SIGTERM/SIGINT: the worker removes its warm sandbox containers as it stops."""
+    from tools_app.sandbox import shutdown_sandboxes
+
+    shutdown_sandboxes()

@@ -15,7 +15,13 @@ from tools_app.sandbox.base import (
     Spawned,
     SpawnRequest,
 )
-from tools_app.sandbox.selection import available_backends, get_sandbox, reap_idle_sandboxes
+from tools_app.sandbox.selection import (
+    available_backends,
+    get_sandbox,
+    reap_idle_sandboxes,
+    reap_orphaned_sandboxes,
+    shutdown_sandboxes,
+)
 
 __all__ = [
     "ExecRequest",
@@ -27,4 +33,6 @@ __all__ = [
     "available_backends",
     "get_sandbox",
     "reap_idle_sandboxes",
+    "reap_orphaned_sandboxes",
+    "shutdown_sandboxes",
 ]

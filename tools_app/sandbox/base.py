@@ -142,6 +142,15 @@ class Sandbox(ABC):
         """Remove warm resources idle for longer than ``max_idle_seconds``; return the count."""
         return 0
 
+    def shutdown(self) -> int:
+        """The process is stopping: remove the warm resources it holds; return the count."""
+        return 0
+
+    def reap_orphans(self) -> int:
+        """The process is starting: remove warm resources that processes of this deployment
+        which are gone (killed) left behind; return the count."""
+        return 0
+
     @abstractmethod
     def health(self) -> tuple[bool, str]:
         """``(ok, human detail)`` for the Tools Manager."""

@@ -520,6 +520,21 @@ class DockerSandbox(Sandbox):
         self.close_idle_runners(max_idle_seconds)
         return self.pool.reap_idle(max_idle_seconds)
 
+    def shutdown(self) -> int:
+        # Our runners first: a runner's exec would make its container look busy.
+        with self._runners_lock:
+            conns, self._runners = list(self._runners.values()), {}
+        for conn in conns:
+            conn.close()
+        deadline = time.monotonic() + 2.0
+        for conn in conns:
+            while time.monotonic() < deadline and conn.running():
+                time.sleep(0.02)
+        return self.pool.remove_warm()
+
+    def reap_orphans(self) -> int:
+        return self.pool.reap_orphans()
+
     def health(self) -> tuple[bool, str]:
         return self.pool.health()
 

@@ -13,6 +13,7 @@ import itertools
 import logging
 import os
 import re
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -34,6 +35,35 @@ LABEL_DIR_ID = "controlcenter.workspace_dir_id"
 # Containers of long-lived processes (Sandbox.spawn): never reused, reaped or released as warm
 # ones; the engine removes each when its process ends.
 LABEL_SPAWNED = "controlcenter.spawned"
+# The process that made a warm container (host, pid and the pid's start time): at its next
+# start, containers whose maker is gone (killed, so it never removed them) are reaped.
+LABEL_OWNER = "controlcenter.owner"
+
+
+def _started(pid: int) -> str | None:
+    """When process ``pid`` started (clock ticks since boot), or None when there is none:
+    with the pid it names one process, however often pids are reused."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            # The command name (field 2) may hold spaces; the fields after it may not.
+            return stat.read().rsplit(b")", 1)[1].split()[19].decode()
+    except (OSError, IndexError):
+        return None
+
+
+def process_owner() -> str:
+    """This process, as the owner label of the containers it makes."""
+    return f"{socket.gethostname()}/{os.getpid()}/{_started(os.getpid()) or '?'}"
+
+
+def _owner_gone(owner: str) -> bool:
+    """Whether the process an owner label names is gone. Only processes on this host can be
+    judged: another host's, or an unreadable label, are never taken for gone."""
+    host, _, rest = owner.partition("/")
+    pid, _, started = rest.partition("/")
+    if host != socket.gethostname() or not pid.isdigit() or not started:
+        return False
+    return _started(int(pid)) != started
 
 
 def _dir_id(path: Path) -> str:
@@ -230,6 +260,7 @@ class ContainerPool:
                 LABEL: self.label.split("=", 1)[1],
                 LABEL_WORKSPACE: workspace_id,
                 LABEL_DIR_ID: _dir_id(workspace),
+                LABEL_OWNER: process_owner(),
             },
             workspace=workspace,
             network=network,
@@ -361,6 +392,32 @@ class ContainerPool:
                     if now - last <= max_idle_seconds or self._busy(cid):
                         continue
                 self._remove(cid)
+                removed += 1
+        return removed
+
+    def remove_warm(self) -> int:
+        """At shutdown: remove the warm containers this process used, except those running
+        another process's command (that process removes them, or its next start does)."""
+        removed = 0
+        with self.errors():
+            for cid in {w.container_id for w in self._warm.values()}:
+                if self._busy(cid):
+                    continue
+                self._remove(cid)
+                removed += 1
+        return removed
+
+    def reap_orphans(self) -> int:
+        """At start: remove this deployment's warm containers whose maker is gone (a killed
+        process never removed them). Other deployments' containers, and containers of live
+        processes or of other hosts, are never touched."""
+        removed = 0
+        with self.errors():
+            for c in self.api.containers(all=True, filters={"label": self.label}):
+                owner = (c.get("Labels") or {}).get(LABEL_OWNER, "")
+                if not _owner_gone(owner) or self._busy(c["Id"]):
+                    continue
+                self._remove(c["Id"])
                 removed += 1
         return removed
 

@@ -157,6 +157,37 @@ def reap_idle_sandboxes() -> int:
     return removed
 
 
+def shutdown_sandboxes() -> int:
+    """The process is stopping (SIGTERM/SIGINT): remove the warm containers it holds, so none
+    keeps running after the app stops. Never raises."""
+    with _lock:
+        backends = list(_instances.values())
+    removed = 0
+    for backend in backends:
+        try:
+            removed += backend.shutdown()
+        except SandboxError as exc:
+            logger.warning("could not remove the %s sandboxes at shutdown: %s", backend.name, exc)
+    if removed:
+        logger.info("removed %d warm sandbox container(s) at shutdown", removed)
+    return removed
+
+
+def reap_orphaned_sandboxes() -> int:
+    """The process is starting: remove the warm containers of this deployment whose maker is
+    gone (killed before it could remove them). Asked whatever SANDBOX_BACKEND says, as a tool
+    group may choose docker itself. Never raises."""
+    try:
+        # Not kept as this process's backend: "auto" may settle on another one.
+        removed = _build("docker").reap_orphans()
+    except (SandboxError, ImportError) as exc:  # no engine here: nothing of ours runs on it
+        logger.debug("no orphaned docker sandboxes reaped: %s", exc)
+        return 0
+    if removed:
+        logger.info("removed %d sandbox container(s) left by a stopped process", removed)
+    return removed
+
+
 def reset_for_tests() -> None:
     """Forget cached backends and the auto choice (tests change the settings)."""
     global _auto_choice

@@ -59,7 +59,7 @@ class Command(BaseCommand):
             for e in build_endpoint_description_strings(host=host, port=port)
         ]
         # Request bodies over MAX_REQUEST_BODY_BYTES are refused while they arrive.
-        CappedServer(
+        server = CappedServer(
             application=get_default_application(),
             endpoints=endpoints,
             verbosity=0,
@@ -67,4 +67,11 @@ class Command(BaseCommand):
             websocket_handshake_timeout=30,
             websocket_max_message_size=settings.WEBSOCKET_MAX_FRAME_BYTES,
             websocket_max_frame_size=settings.WEBSOCKET_MAX_FRAME_BYTES,
-        ).run()
+        )
+        try:
+            server.run()  # until SIGTERM or SIGINT
+        finally:
+            # The in-process worker's warm sandbox containers must not outlive the app.
+            from tools_app.sandbox import shutdown_sandboxes
+
+            shutdown_sandboxes()

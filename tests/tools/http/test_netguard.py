@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tools_app.errors import PolicyDenied
+from tools_app.errors import NetworkError, PolicyDenied
 from tools_app.netguard import Target, check_url, classify_address, host_matches
 
 CLASSIFICATION = [
@@ -232,9 +232,11 @@ def test_it_refuses_credentials_in_the_url(fake_dns: dict[str, list[str]]) -> No
         check_url("https://user:pass@example.com/")
 
 
-def test_it_reports_unresolvable_names() -> None:
-    with pytest.raises(PolicyDenied, match="cannot resolve host 'no-such-host.invalid'"):
+def test_it_reports_unresolvable_names_as_a_network_failure() -> None:
+    # Issue 23 B5: a name that does not resolve is not a policy verdict.
+    with pytest.raises(NetworkError, match="cannot resolve host 'no-such-host.invalid'") as err:
         check_url("http://no-such-host.invalid/")
+    assert not isinstance(err.value, PolicyDenied)
 
 
 @pytest.mark.parametrize(

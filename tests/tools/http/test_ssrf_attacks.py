@@ -183,7 +183,11 @@ def test_it_refuses_direct_attack(
     victim: RecordingServer,
     victim6: RecordingServer | None,
     allowed: RecordingServer,
+    fake_dns: dict[str, list[str]],
 ) -> None:
+    # What the name answers inside Google Cloud; elsewhere it does not resolve at all, which
+    # is a network failure, not a refusal (issue 23 B5).
+    fake_dns["metadata.google.internal"] = ["169.254.169.254"]
     url = attack.url.format(**_ports(victim, victim6, allowed))
     before = (len(victim.hits), len(victim6.hits) if victim6 else 0)
 

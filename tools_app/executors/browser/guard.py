@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from tools_app.errors import PolicyDenied
+from tools_app.errors import NetworkError, PolicyDenied
 from tools_app.netguard import Target, check_url
 
 PASS_SCHEMES = ("data", "blob", "about")
@@ -90,12 +90,16 @@ class Judge:
             await loop.run_in_executor(None, functools.partial(self.policy.check, url))
         except PolicyDenied as exc:
             return _reason(exc)
+        except NetworkError:
+            # Not a refusal: the request goes on to the pinning proxy, which fails to resolve
+            # the name too and answers "unreachable", so the page sees a network error.
+            return None
         return None
 
 
 async def resolve_checked(policy: Policy, host: str, port: int) -> Target:
     """The pinned destination for a raw TCP connection to ``host:port`` (the SOCKS proxy).
-    Raises PolicyDenied."""
+    Raises PolicyDenied, or NetworkError when the name does not resolve."""
     shown = f"[{host}]" if ":" in host else host
     loop = asyncio.get_running_loop()
     return await loop.run_in_executor(

@@ -23,7 +23,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from tools_app.errors import PolicyDenied
+from tools_app.errors import NetworkError, PolicyDenied
 from tools_app.executors.browser.guard import Policy, reason_of, resolve_checked
 
 logger = logging.getLogger(__name__)
@@ -88,6 +88,9 @@ class PinningProxy:
                 self.refusals.append((time.monotonic(), host.lower(), reason))
                 logger.debug("browser proxy refused %s:%s: %s", host, port, reason)
                 await _reply(writer, _NOT_ALLOWED)
+                return
+            except NetworkError:  # the name does not resolve: a network failure, not a refusal
+                await _reply(writer, _UNREACHABLE)
                 return
             try:
                 up_reader, up_writer = await asyncio.wait_for(

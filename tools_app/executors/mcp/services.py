@@ -209,7 +209,7 @@ def mcp_server_add(
         values.setdefault("allowed_hosts", [host])
         if allow_private:
             values.setdefault("private_allowed", [host])
-        from tools_app.errors import PolicyDenied
+        from tools_app.errors import NetworkError, PolicyDenied
         from tools_app.netguard import check_url
 
         try:
@@ -220,6 +220,8 @@ def mcp_server_add(
             )
         except PolicyDenied as exc:
             raise SourceError(f"{exc.reason}") from None
+        except NetworkError as exc:
+            raise SourceError(exc.message) from None
     validated = McpSettings.model_validate(values).model_dump(mode="json")
     secrets: dict[str, Any] = {}
     if headers:
