@@ -63,7 +63,7 @@ def test_a_provider_seeded_before_the_marker_is_found_by_its_name(settings, db):
     from django.apps import apps
 
     Provider.objects.create(name="default (from environment)", kind="openai", model="old")
-    import_module("chat_app.migrations.0012_provider_from_environment").mark_seeded(apps, None)
+    import_module("chat_app.migrations.0013_provider_from_environment").mark_seeded(apps, None)
     _env(settings)
     provider_seed_from_env()
     assert Provider.objects.get().model == "env-model"

@@ -60,7 +60,7 @@ def test_the_migration_links_earlier_turns_in_order(conversation):
     second = _turn(conversation, "two", "2")
     third = _turn(conversation, "three", "3")
     Turn.objects.update(parent=None)  # as they were before the migration
-    migration = importlib.import_module("chat_app.migrations.0012_message_branches")
+    migration = importlib.import_module("chat_app.migrations.0014_message_branches")
     migration.link_turns(apps, None)
     parents = dict(Turn.objects.values_list("id", "parent_id"))
     assert parents == {first.pk: None, second.pk: first.pk, third.pk: second.pk}

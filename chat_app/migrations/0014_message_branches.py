@@ -27,7 +27,7 @@ def link_turns(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('chat_app', '0011_conversation_audit_permission'),
+        ('chat_app', '0013_provider_from_environment'),
     ]
 
     operations = [

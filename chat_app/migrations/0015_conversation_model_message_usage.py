@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('chat_app', '0012_message_branches'),
+        ('chat_app', '0014_message_branches'),
     ]
 
     operations = [

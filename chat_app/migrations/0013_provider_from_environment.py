@@ -11,7 +11,7 @@ def mark_seeded(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("chat_app", "0011_conversation_audit_permission"),
+        ("chat_app", "0012_agent_groups"),
     ]
 
     operations = [
