@@ -12,8 +12,8 @@ from django.db import transaction
 
 from chat_app.models import Conversation, Provider
 from chat_app.providers import ClientCache, LLMProvider, make_provider
-from chat_app.services.provider_probe import ProbeError, models_fetch
 from chat_app.services.agents import agent_for_conversation
+from chat_app.services.provider_probe import ProbeError, models_fetch
 from tools_app.selectors import config_memo
 
 logger = logging.getLogger(__name__)
