@@ -16,6 +16,7 @@ from chat_app.models import Conversation
 from chat_app.pages import page_panels
 from chat_app.services import privacy
 from chat_app.services.agents import agent_default
+from chat_app.services.conversations import Group, sidebar_groups
 from chat_app.services.providers import provider_default
 
 
@@ -24,6 +25,11 @@ class AuthedHtmxRequest(HttpRequest):
 
     user: Any
     htmx: HtmxDetails
+
+
+def sidebar_groups_for(request: AuthedHtmxRequest) -> list[Group]:
+    """The sidebar's conversations, grouped (Pinned, Today, Yesterday, …)."""
+    return sidebar_groups(selectors.sidebar_conversations(request.user))
 
 
 def _owned(request: AuthedHtmxRequest, conversation_id: int) -> Conversation:
@@ -35,7 +41,7 @@ def _owned(request: AuthedHtmxRequest, conversation_id: int) -> Conversation:
 
 @login_required
 def index(request: AuthedHtmxRequest) -> HttpResponse:
-    latest = selectors.conversations_for(request.user).first()
+    latest = selectors.conversations_for(request.user).filter(archived_at__isnull=True).first()
     if latest is None:
         latest = Conversation.objects.create(owner=request.user)
     return redirect("chat:conversation", conversation_id=latest.pk)
@@ -61,7 +67,7 @@ def conversation_page(request: AuthedHtmxRequest, conversation_id: int) -> HttpR
         "chat/page.html",
         {
             "conversation": conversation,
-            "conversations": selectors.conversations_for(request.user),
+            "conversation_groups": sidebar_groups_for(request),
             "messages": selectors.conversation_messages(conversation),
             "running": selectors.running_turn(conversation) is not None,
             "waiting": clarification_waiting(conversation) is not None,
@@ -105,7 +111,7 @@ def conversation_rename(request: AuthedHtmxRequest, conversation_id: int) -> Htt
     return render(
         request,
         "chat/page.html#conversation-list",
-        {"conversation": conversation, "conversations": selectors.conversations_for(request.user)},
+        {"conversation": conversation, "conversation_groups": sidebar_groups_for(request)},
     )
 
 
