@@ -268,25 +268,33 @@ def _pg_search(owner_id: int, words: list[str], limit: int) -> list[tuple[int, i
     options = f"StartSel={START}, StopSel={STOP}, MaxWords=24, MinWords=8, MaxFragments=1"
     message_doc = f"to_tsvector('english', {PG_MESSAGE_TEXT})"
     call_doc = f"to_tsvector('english', {PG_CALL_TEXT})"
+    # The query is written out in each branch (not joined from a CTE) so that the planner
+    # sees a constant tsquery and uses the GIN indexes.
+    q = "to_tsquery('english', %s)"
     sql = (
-        "WITH q AS (SELECT to_tsquery('english', %s) AS q), hits AS ("
-        f"SELECT c.id * 4 AS rowid, c.id AS cid, ts_rank_cd({PG_TITLE}, q.q) * 2 AS score "
-        f"FROM {CONVERSATION} c, q WHERE c.owner_id = %s AND {PG_TITLE} @@ q.q "
-        f"AND c.title <> %s "
-        f"UNION ALL SELECT m.id * 4 + 1, m.conversation_id, ts_rank_cd({message_doc}, q.q) "
-        f"FROM {MESSAGE} m JOIN {CONVERSATION} c ON c.id = m.conversation_id, q "
-        f"WHERE c.owner_id = %s AND {message_doc} @@ q.q "
-        f"UNION ALL SELECT t.id * 4 + 2, t.conversation_id, ts_rank_cd({call_doc}, q.q) "
-        f"FROM {TOOLCALL} t JOIN {CONVERSATION} c ON c.id = t.conversation_id, q "
-        f"WHERE c.owner_id = %s AND {call_doc} @@ q.q "
+        "WITH hits AS ("
+        f"SELECT c.id * 4 AS rowid, c.id AS cid, ts_rank_cd({PG_TITLE}, {q}) * 2 AS score "
+        f"FROM {CONVERSATION} c WHERE c.owner_id = %s AND {PG_TITLE} @@ {q} "
+        "AND c.title <> %s "
+        f"UNION ALL SELECT m.id * 4 + 1, m.conversation_id, ts_rank_cd({message_doc}, {q}) "
+        f"FROM {MESSAGE} m JOIN {CONVERSATION} c ON c.id = m.conversation_id "
+        f"WHERE c.owner_id = %s AND {message_doc} @@ {q} "
+        f"UNION ALL SELECT t.id * 4 + 2, t.conversation_id, ts_rank_cd({call_doc}, {q}) "
+        f"FROM {TOOLCALL} t JOIN {CONVERSATION} c ON c.id = t.conversation_id "
+        f"WHERE c.owner_id = %s AND {call_doc} @@ {q} "
         "ORDER BY 3 DESC, 1 DESC LIMIT %s) "
         "SELECT h.rowid, h.cid, ts_headline('english', CASE h.rowid %% 4 "
         f"WHEN 0 THEN (SELECT c.title FROM {CONVERSATION} c WHERE c.id = h.rowid / 4) "
         f"WHEN 1 THEN (SELECT {PG_MESSAGE_TEXT} FROM {MESSAGE} m WHERE m.id = h.rowid / 4) "
         f"ELSE (SELECT {PG_CALL_TEXT} FROM {TOOLCALL} t WHERE t.id = h.rowid / 4) END, "
-        "q.q, %s) FROM hits h, q ORDER BY h.score DESC, h.rowid DESC"
+        f"{q}, %s) FROM hits h ORDER BY h.score DESC, h.rowid DESC"
     )
-    params: list[Any] = [text, owner_id, DEFAULT_TITLE, owner_id, owner_id, limit, options]
+    params: list[Any] = [
+        *(text, owner_id, text, DEFAULT_TITLE),
+        *(text, owner_id, text),
+        *(text, owner_id, text),
+        *(limit, text, options),
+    ]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return [(int(r[0]), int(r[1]), r[2] or "") for r in cursor.fetchall()]
