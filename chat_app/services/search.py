@@ -3,13 +3,11 @@ tool's name, its arguments, its result, output and error), with highlighted snip
 
 As memory does (platform_app.memory.fulltext), in the database's own engine:
 
-- SQLite: one FTS5 table (``porter unicode61``) holding a copy of each searchable text and
-  its owner's token (``u<id>``, a column of its own that the query must match: FTS5 filters,
-  ranks and cuts the results itself, no join), kept in step by triggers on the three tables;
-  a row's id says what it is (``id * 4 + kind``), so a change replaces exactly its row.
-  A tool call is indexed when it is created and again when it ends (not on each heartbeat
-  of a running call), its JSON arguments and result as their keys and values
-  (``json_tree``). Ranked by ``bm25``.
+- SQLite: one FTS5 table (``porter unicode61``) holding a copy of each searchable text,
+  kept in step by triggers on the three tables; a row's id says what it is
+  (``id * 4 + kind``), so a change replaces exactly its row. A tool call is indexed when
+  it is created and again when it ends (not on each heartbeat of a running call), its JSON
+  arguments and result as their keys and values (``json_tree``). Ranked by ``bm25``.
 - PostgreSQL: GIN indexes on ``to_tsvector('english', …)`` expressions of the three
   tables (nothing to keep in step: the index is the database's); ranked by ``ts_rank_cd``,
   snippets by ``ts_headline``.
@@ -65,63 +63,55 @@ _SQLITE_CALL_TEXT = (
     f"coalesce({_json_words('new.result')}, '') || char(10) || "
     f"coalesce(new.output, '') || char(10) || coalesce(new.error, ''), 1, {MAX_TEXT})"
 )
-_COLUMNS = f"{FTS}(rowid, body, owner, conversation_id)"
-# The owner's token ("u<id>") of a message's or tool call's row, from its conversation.
-_OWNER = f"'u' || (SELECT owner_id FROM {CONVERSATION} WHERE id = new.conversation_id)"
 _SQLITE_INSTALL = [
     f"CREATE VIRTUAL TABLE IF NOT EXISTS {FTS} USING fts5("
-    "body, owner, conversation_id UNINDEXED, tokenize='porter unicode61')",
-    # The owner column only filters (see owner_token): it weighs nothing in the ranking.
-    f"INSERT INTO {FTS}({FTS}, rank) VALUES ('rank', 'bm25(1.0, 0.0)')",
+    "body, conversation_id UNINDEXED, tokenize='porter unicode61')",
     # Titles (the default one is not worth finding).
     f"CREATE TRIGGER IF NOT EXISTS {FTS}_conv_ai AFTER INSERT ON {CONVERSATION} "
     f"WHEN new.title <> '{DEFAULT_TITLE}' BEGIN "
-    f"INSERT INTO {_COLUMNS} VALUES (new.id * 4, new.title, 'u' || new.owner_id, new.id); END",
+    f"INSERT INTO {FTS}(rowid, body, conversation_id) VALUES (new.id * 4, new.title, new.id); END",
     f"CREATE TRIGGER IF NOT EXISTS {FTS}_conv_au AFTER UPDATE OF title ON {CONVERSATION} "
     f"WHEN new.title IS NOT old.title BEGIN "
     f"DELETE FROM {FTS} WHERE rowid = old.id * 4; "
-    f"INSERT INTO {_COLUMNS} SELECT new.id * 4, new.title, 'u' || new.owner_id, new.id "
+    f"INSERT INTO {FTS}(rowid, body, conversation_id) SELECT new.id * 4, new.title, new.id "
     f"WHERE new.title <> '{DEFAULT_TITLE}'; END",
     f"CREATE TRIGGER IF NOT EXISTS {FTS}_conv_ad AFTER DELETE ON {CONVERSATION} BEGIN "
     f"DELETE FROM {FTS} WHERE rowid = old.id * 4; END",
     # Messages: written once when complete (a streaming reply is saved when it ends).
     f"CREATE TRIGGER IF NOT EXISTS {FTS}_msg_ai AFTER INSERT ON {MESSAGE} "
     f"WHEN new.content <> '' BEGIN "
-    f"INSERT INTO {_COLUMNS} "
-    f"VALUES (new.id * 4 + 1, substr(new.content, 1, {MAX_TEXT}), {_OWNER}, "
-    "new.conversation_id); END",
+    f"INSERT INTO {FTS}(rowid, body, conversation_id) "
+    f"VALUES (new.id * 4 + 1, substr(new.content, 1, {MAX_TEXT}), new.conversation_id); END",
     f"CREATE TRIGGER IF NOT EXISTS {FTS}_msg_au AFTER UPDATE OF content ON {MESSAGE} "
     f"WHEN new.content IS NOT old.content BEGIN "
     f"DELETE FROM {FTS} WHERE rowid = old.id * 4 + 1; "
-    f"INSERT INTO {_COLUMNS} SELECT new.id * 4 + 1, "
-    f"substr(new.content, 1, {MAX_TEXT}), {_OWNER}, new.conversation_id "
-    "WHERE new.content <> ''; END",
+    f"INSERT INTO {FTS}(rowid, body, conversation_id) SELECT new.id * 4 + 1, "
+    f"substr(new.content, 1, {MAX_TEXT}), new.conversation_id WHERE new.content <> ''; END",
     f"CREATE TRIGGER IF NOT EXISTS {FTS}_msg_ad AFTER DELETE ON {MESSAGE} BEGIN "
     f"DELETE FROM {FTS} WHERE rowid = old.id * 4 + 1; END",
     # Tool calls of a conversation: when created, and again when they end.
     f"CREATE TRIGGER IF NOT EXISTS {FTS}_call_ai AFTER INSERT ON {TOOLCALL} "
     f"WHEN new.conversation_id IS NOT NULL BEGIN "
-    f"INSERT INTO {_COLUMNS} "
-    f"VALUES (new.id * 4 + 2, {_SQLITE_CALL_TEXT}, {_OWNER}, new.conversation_id); END",
+    f"INSERT INTO {FTS}(rowid, body, conversation_id) "
+    f"VALUES (new.id * 4 + 2, {_SQLITE_CALL_TEXT}, new.conversation_id); END",
     f"CREATE TRIGGER IF NOT EXISTS {FTS}_call_au AFTER UPDATE ON {TOOLCALL} "
     f"WHEN new.conversation_id IS NOT NULL AND new.status IN {TERMINAL} "
     f"AND (old.status NOT IN {TERMINAL} OR new.result IS NOT old.result) BEGIN "
     f"DELETE FROM {FTS} WHERE rowid = old.id * 4 + 2; "
-    f"INSERT INTO {_COLUMNS} "
-    f"VALUES (new.id * 4 + 2, {_SQLITE_CALL_TEXT}, {_OWNER}, new.conversation_id); END",
+    f"INSERT INTO {FTS}(rowid, body, conversation_id) "
+    f"VALUES (new.id * 4 + 2, {_SQLITE_CALL_TEXT}, new.conversation_id); END",
     f"CREATE TRIGGER IF NOT EXISTS {FTS}_call_ad AFTER DELETE ON {TOOLCALL} BEGIN "
     f"DELETE FROM {FTS} WHERE rowid = old.id * 4 + 2; END",
 ]
 _SQLITE_BACKFILL = [
     f"DELETE FROM {FTS}",
-    f"INSERT INTO {_COLUMNS} SELECT id * 4, title, 'u' || owner_id, id "
+    f"INSERT INTO {FTS}(rowid, body, conversation_id) SELECT id * 4, title, id "
     f"FROM {CONVERSATION} WHERE title <> '{DEFAULT_TITLE}'",
-    f"INSERT INTO {_COLUMNS} "
-    f"SELECT new.id * 4 + 1, substr(new.content, 1, {MAX_TEXT}), {_OWNER}, new.conversation_id "
-    f"FROM {MESSAGE} new WHERE new.content <> ''",
-    f"INSERT INTO {_COLUMNS} "
-    f"SELECT new.id * 4 + 2, {_SQLITE_CALL_TEXT}, {_OWNER}, new.conversation_id "
-    f"FROM {TOOLCALL} new "
+    f"INSERT INTO {FTS}(rowid, body, conversation_id) "
+    f"SELECT id * 4 + 1, substr(content, 1, {MAX_TEXT}), conversation_id FROM {MESSAGE} "
+    "WHERE content <> ''",
+    f"INSERT INTO {FTS}(rowid, body, conversation_id) "
+    f"SELECT new.id * 4 + 2, {_SQLITE_CALL_TEXT}, new.conversation_id FROM {TOOLCALL} new "
     "WHERE new.conversation_id IS NOT NULL",
 ]
 _SQLITE_REMOVE = [
@@ -249,21 +239,26 @@ def snippet_html(text: str) -> SafeString:
     return mark_safe("".join(out))  # noqa: S308 - escaped above; only <mark> added
 
 
-def owner_token(owner_id: int) -> str:
-    return f"u{int(owner_id)}"
-
-
 def _sqlite_search(owner_id: int, words: list[str], limit: int) -> list[tuple[int, int, str]]:
-    """The owner is a term of the query (its own column), not a join: FTS5 then ranks and
-    cuts at ``limit`` itself, and snippets are made for those rows only."""
-    match = f'owner : "{owner_token(owner_id)}" AND body : ({fts5_query(words)})'
-    sql = (
-        f"SELECT rowid, conversation_id, snippet({FTS}, 0, %s, %s, '…', 16) FROM {FTS} "
-        f"WHERE {FTS} MATCH %s ORDER BY rank LIMIT %s"
+    match = fts5_query(words)
+    ranked = (
+        f"SELECT f.rowid, f.conversation_id FROM {FTS} f "
+        f"JOIN {CONVERSATION} c ON c.id = f.conversation_id "
+        f"WHERE {FTS} MATCH %s AND c.owner_id = %s ORDER BY f.rank LIMIT %s"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [START, STOP, match, limit])
-        return [(int(r[0]), int(r[1]), r[2] or "") for r in cursor.fetchall()]
+        cursor.execute(ranked, [match, owner_id, limit])
+        rows = cursor.fetchall()
+        if not rows:
+            return []
+        marks = ", ".join(["%s"] * len(rows))
+        cursor.execute(
+            f"SELECT rowid, snippet({FTS}, 0, %s, %s, '…', 16) FROM {FTS} "
+            f"WHERE {FTS} MATCH %s AND rowid IN ({marks})",
+            [START, STOP, match, *[row[0] for row in rows]],
+        )
+        snippets = dict(cursor.fetchall())
+    return [(rowid, conversation_id, snippets.get(rowid, "")) for rowid, conversation_id in rows]
 
 
 def _pg_search(owner_id: int, words: list[str], limit: int) -> list[tuple[int, int, str]]:
