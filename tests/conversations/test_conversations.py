@@ -77,7 +77,8 @@ def test_the_sidebar_groups_by_date_with_pinned_first(user):
     archived = client.get("/c/archived/").content.decode()
     assert "gone" in archived and ">old<" in archived
     # Archived ones stay readable; unarchiving brings them back.
-    assert client.get(f"/c/{made['archived'].pk}/").status_code == 200
+    opened = client.get(f"/c/{made['archived'].pk}/").content.decode()
+    assert 'id="archive-button">Unarchive<' in opened  # its own actions, while it is open
     client.post(f"/c/{made['archived'].pk}/archive/", {"archived": "0"})
     assert "gone" in client.get(f"/c/{made['today'].pk}/").content.decode()
     # An older month is its own group.
