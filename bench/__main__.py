@@ -21,6 +21,7 @@ BENCHES = [
     "sandbox_roundtrip",
     "browser_pool",
     "memory_search",
+    "conversation_search",
     "mcp_overhead",
     "concurrency",
 ]

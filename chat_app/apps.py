@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
 
 
 class ChatAppConfig(AppConfig):
@@ -29,6 +30,9 @@ class ChatAppConfig(AppConfig):
         # (tools_app.selectors.config_memo): a change to either moves it on.
         config_track(Agent, Provider)
         maintenance_step("turns", _reap_turns, order=20)
+        # SQLite drops a table's triggers when a migration rebuilds it: the conversation
+        # search's are made again after every migrate (idempotent, no backfill).
+        post_migrate.connect(_search_triggers, sender=self, dispatch_uid="chat_app.search")
 
 
 def _advance_turn(sender: object, call: Any, **kwargs: object) -> None:
@@ -37,6 +41,21 @@ def _advance_turn(sender: object, call: Any, **kwargs: object) -> None:
     turn_id = getattr(call, "turn_id", None)
     if turn_id is not None:
         turn_advance(turn_id)
+
+
+def _search_triggers(using: str = "default", **kwargs: object) -> None:
+    from django.db import connections
+    from django.db.migrations.recorder import MigrationRecorder
+
+    from chat_app.services import search
+
+    connection = connections[using]
+    recorder = MigrationRecorder(connection)
+    if (
+        recorder.has_table()
+        and ("chat_app", "0013_conversation_search") in recorder.applied_migrations()
+    ):
+        search.install(connection, backfill=False)
 
 
 def _reap_turns() -> None:

@@ -102,11 +102,15 @@ class Conversation(models.Model):
     # The model picked in the chat's model switcher (with ``provider``, its endpoint), used
     # from the next model round on; empty: the agent's (or its provider's) model.
     model = models.CharField(max_length=200, blank=True)
+    # Pinned conversations head the sidebar; archived ones leave it for the Archived view.
+    pinned_at = models.DateTimeField(null=True, blank=True)
+    archived_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["-updated_at", "-id"]
+        indexes = [models.Index(fields=["owner", "-updated_at"], name="conversation_owner_recent")]
         # A conversation is its owner's. Reading someone else's needs this permission, given
         # to a group (Group.permissions); staff do not have it by being staff. Superusers do,
         # as they hold every permission. Each such read is audited (chat_app/services/privacy).
@@ -368,3 +372,22 @@ class RunnerBeat(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class ConversationShare(models.Model):
+    """A read-only link to a conversation that its owner made (and may revoke): any signed-in
+    person of this instance who has the link may read it, as the owner chose to show it."""
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="shares")
+    token = models.CharField(max_length=64, unique=True)
+    include_tools = models.BooleanField(
+        default=True, help_text="Show the tool calls (arguments, results, outputs)."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"share of conversation {self.conversation_id}"

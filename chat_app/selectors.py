@@ -18,6 +18,20 @@ def conversations_for(user: Any) -> QuerySet[Conversation]:
     return Conversation.objects.filter(owner=user)
 
 
+SIDEBAR_LIMIT = 300
+
+
+def sidebar_conversations(user: Any) -> list[Conversation]:
+    """The owner's conversations that are not archived, most recent first (pinned ones too:
+    the sidebar puts them on top)."""
+    mine = conversations_for(user).filter(archived_at__isnull=True)
+    return list(mine.only("id", "title", "pinned_at", "updated_at")[:SIDEBAR_LIMIT])
+
+
+def archived_conversations(user: Any) -> QuerySet[Conversation]:
+    return conversations_for(user).filter(archived_at__isnull=False)
+
+
 def conversation_for(user: Any, conversation_id: int) -> Conversation | None:
     return conversations_for(user).filter(pk=conversation_id).first()
 

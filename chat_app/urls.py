@@ -1,5 +1,6 @@
 from django.urls import path
 
+from chat_app import conversation_views as cv
 from chat_app import views
 
 app_name = "chat"
@@ -12,4 +13,12 @@ urlpatterns = [
     path("c/<int:conversation_id>/delete/", views.conversation_delete, name="delete"),
     path("c/<int:conversation_id>/agent/", views.conversation_agent, name="agent"),
     path("c/<int:conversation_id>/model/", views.conversation_model, name="model"),
+    path("c/<int:conversation_id>/pin/", cv.conversation_pin, name="pin"),
+    path("c/<int:conversation_id>/archive/", cv.conversation_archive, name="archive"),
+    path("c/<int:conversation_id>/export.<str:fmt>", cv.export, name="export"),
+    path("c/<int:conversation_id>/share/", cv.share, name="share"),
+    path("c/archived/", cv.archived, name="archived"),
+    path("c/import/", cv.import_page, name="import"),
+    path("search/", cv.search, name="search"),
+    path("s/<str:token>/", cv.shared, name="shared"),
 ]

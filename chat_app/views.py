@@ -17,6 +17,7 @@ from chat_app.models import Conversation
 from chat_app.pages import page_panels
 from chat_app.services import privacy
 from chat_app.services.agents import agent_default
+from chat_app.services.conversations import Group, sidebar_groups
 from chat_app.services.providers import (
     conversation_model_choose,
     model_choices,
@@ -33,6 +34,11 @@ class AuthedHtmxRequest(HttpRequest):
     htmx: HtmxDetails
 
 
+def sidebar_groups_for(request: AuthedHtmxRequest) -> list[Group]:
+    """The sidebar's conversations, grouped (Pinned, Today, Yesterday, …)."""
+    return sidebar_groups(selectors.sidebar_conversations(request.user))
+
+
 def _owned(request: AuthedHtmxRequest, conversation_id: int) -> Conversation:
     conversation = selectors.conversation_for(request.user, conversation_id)
     if conversation is None:
@@ -42,7 +48,7 @@ def _owned(request: AuthedHtmxRequest, conversation_id: int) -> Conversation:
 
 @login_required
 def index(request: AuthedHtmxRequest) -> HttpResponse:
-    latest = selectors.conversations_for(request.user).first()
+    latest = selectors.conversations_for(request.user).filter(archived_at__isnull=True).first()
     if latest is None:
         latest = Conversation.objects.create(owner=request.user)
     return redirect("chat:conversation", conversation_id=latest.pk)
@@ -68,7 +74,7 @@ def conversation_page(request: AuthedHtmxRequest, conversation_id: int) -> HttpR
         "chat/page.html",
         {
             "conversation": conversation,
-            "conversations": selectors.conversations_for(request.user),
+            "conversation_groups": sidebar_groups_for(request),
             "messages": selectors.conversation_messages(conversation),
             "running": selectors.running_turn(conversation) is not None,
             "waiting": clarification_waiting(conversation) is not None,
@@ -153,7 +159,7 @@ def conversation_rename(request: AuthedHtmxRequest, conversation_id: int) -> Htt
     return render(
         request,
         "chat/page.html#conversation-list",
-        {"conversation": conversation, "conversations": selectors.conversations_for(request.user)},
+        {"conversation": conversation, "conversation_groups": sidebar_groups_for(request)},
     )
 
 

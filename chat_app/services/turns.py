@@ -22,6 +22,7 @@ from chat_app.events import conversation_publish, message_publish, turn_publish
 from chat_app.models import Conversation, Message, Turn
 from chat_app.services.agents import agent_for_conversation
 from chat_app.services.slash import slash_run
+from chat_app.services.titles import DEFAULT_TITLE, title_from
 from chat_app.signals import turn_finished, turn_stopping
 from infra.celery_app import app as celery_app
 from tools_app.models import ToolCall
@@ -118,6 +119,9 @@ def turn_start(
             scope=scope,
             branch_of=branch_of,
         )
+        # A slash-only conversation is named after its first command.
+        if conversation_touch(conversation, first_text=text):
+            conversation_publish(conversation)
         if slashed is not None:
             turn_advance(slashed.pk)
         return slashed
@@ -162,8 +166,9 @@ def _has_lone_surrogate(text: str) -> bool:
 def conversation_touch(conversation: Conversation, *, first_text: str = "") -> bool:
     """Bump the conversation; its first message names it. True when the title changed."""
     fields = ["updated_at"]
-    if first_text and conversation.title == "New conversation":
-        conversation.title = " ".join(first_text.split())[:60] or conversation.title
+    title = title_from(first_text) if first_text and conversation.title == DEFAULT_TITLE else ""
+    if title:
+        conversation.title = title
         fields.append("title")
     conversation.save(update_fields=fields)
     return "title" in fields
