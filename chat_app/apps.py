@@ -53,7 +53,7 @@ def _search_triggers(using: str = "default", **kwargs: object) -> None:
     recorder = MigrationRecorder(connection)
     if (
         recorder.has_table()
-        and ("chat_app", "0013_conversation_search") in recorder.applied_migrations()
+        and ("chat_app", "0017_conversation_search") in recorder.applied_migrations()
     ):
         search.install(connection, backfill=False)
 

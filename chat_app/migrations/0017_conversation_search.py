@@ -15,7 +15,7 @@ def search_remove(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("chat_app", "0012_conversation_pin_archive"),
+        ("chat_app", "0016_conversation_pin_archive"),
         ("tools_app", "0010_approval_modes"),
     ]
 

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('chat_app', '0011_conversation_audit_permission'),
+        ('chat_app', '0015_conversation_model_message_usage'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('chat_app', '0013_conversation_search'),
+        ('chat_app', '0017_conversation_search'),
     ]
 
     operations = [
