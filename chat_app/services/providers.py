@@ -180,7 +180,7 @@ def model_choices(*, refresh: bool = False) -> tuple[list[ModelChoice], list[str
                 names = [provider.model, *provider_models(provider, refresh=refresh)]
             except ProviderModelsError as exc:
                 names = [provider.model]
-                problems.append(str(exc))
+                problems.append(f"{provider.name}: {exc}")
         for name in dict.fromkeys(str(n) for n in names if n):
             choices.append(ModelChoice(provider.pk, provider.name, name))
     return choices, problems
