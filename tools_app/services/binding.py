@@ -321,6 +321,8 @@ def toolcall_check(
     call.latent = is_latent(tool)
     if state.requires_approval:
         call.status = ToolCall.Status.AWAITING_APPROVAL
+        call.approval_mode = state.approval_mode  # who decides: fixed when the call is made
+        call.approver_group_ids = list(state.approver_group_ids)
     else:
         call.status = ToolCall.Status.QUEUED
     return CheckedCall(call, tool, settings, state.calls_per_minute)
