@@ -4,8 +4,20 @@ from django.http import HttpRequest
 
 def app(request: HttpRequest) -> dict[str, object]:
     return {
+        **approvals(request),
         "cc_mode": settings.MODE,
         "chat_max_message_bytes": settings.CHAT_MAX_MESSAGE_BYTES,
         # OIDC_LOCAL_LOGIN=false: nobody signs in with a password (no Password page to offer).
         "cc_password_login": settings.OIDC_LOCAL_LOGIN,
     }
+
+
+def approvals(request: HttpRequest) -> dict[str, object]:
+    """The top bar's Approvals link and badge: for approvers and admins."""
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return {}
+    from tools_app.services.approval import approvals_for, is_approver
+
+    count = len(approvals_for(user))
+    return {"cc_approver": bool(count) or user.is_staff or is_approver(user), "cc_approvals": count}

@@ -32,6 +32,7 @@ class ToolsAppConfig(AppConfig):
         m2m_changed.connect(_approvers_changed, sender=approvers, dispatch_uid="cc-approvers")
         # Lost tool calls first: their turns (chat_app's step) may then move on.
         maintenance_step("tool calls", _reap_tool_calls, order=10)
+        maintenance_step("expired approvals", _expire_approvals, order=15)
         maintenance_step("idle sandboxes", _reap_idle_sandboxes, order=30)
         maintenance_step("browser", browser_maintenance, order=40)
 
@@ -52,6 +53,14 @@ def _reap_tool_calls() -> None:
     sent = toolcall_redeliver_queued()
     if sent:
         logger.warning("queued %d waiting tool call(s) again", sent)
+
+
+def _expire_approvals() -> None:
+    from tools_app.services.approval import approvals_expire
+
+    expired = approvals_expire()
+    if expired:
+        logger.info("denied %d tool call(s) whose approval expired", expired)
 
 
 def _reap_idle_sandboxes() -> None:

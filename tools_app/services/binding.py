@@ -13,6 +13,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 from django.db import transaction
@@ -26,6 +27,7 @@ from tools_app.errors import PolicyDenied, ToolError
 from tools_app.models import ToolCall
 from tools_app.registry import GROUPS, TOOLS, BaseTool, GroupSettings, get_tool, is_latent
 from tools_app.runtime import BindContext, scope_narrow
+from tools_app.services.approval_notify import approval_waiting
 from tools_app.services.audit import audit_call
 
 logger = logging.getLogger(__name__)
@@ -352,6 +354,8 @@ def toolcall_store(
         except _Refused as refused:
             _refuse(call, refused)
     call.save()
+    if call.status == ToolCall.Status.AWAITING_APPROVAL:
+        transaction.on_commit(partial(approval_waiting, call))  # approvers are told
     if call.status != ToolCall.Status.QUEUED:
         # Refused or waiting for a person: recorded now. A queued call is recorded when it
         # finishes (every call finishes: run, cancelled, or failed by the reaper), one write
