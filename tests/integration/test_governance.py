@@ -69,7 +69,7 @@ def test_edited_arguments_are_validated_again(worker, conversation, user, llm, p
     assert ToolCall.objects.get(pk=call.pk).status == "cancelled"  # Stop cancels pending approvals
 
 
-def test_only_the_owner_or_staff_may_decide(worker, conversation, user, other_user, llm, provider):
+def test_only_the_requester_may_confirm(worker, conversation, user, other_user, llm, provider):
     ToolFunctionConfig.objects.create(name="current_time", approval_mode="requester")
     llm.script(Reply(calls=[Call("current_time", {})]), Reply(text="ok"))
     turn = start(conversation, user, "time?")
