@@ -219,9 +219,12 @@ def function_approval(request: HtmxHttpRequest, tool: str) -> HttpResponse:
             approver_group_ids=group_ids,
         )
     except SettingsError as exc:
+        if request.htmx:  # the select offers only the modes there are
+            raise Http404(str(exc)) from None
         messages.error(request, f"{tool}: {exc}")
     else:
-        messages.success(request, f"{tool}: approval saved.")
+        if not request.htmx:  # the rows swapped in say it themselves
+            messages.success(request, f"{tool}: approval saved.")
     if request.htmx:
         row = manager_selectors.group_row(found.tool_group)
         return render(request, "tools/manager.html#group-body", {"row": row})
