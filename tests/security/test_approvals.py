@@ -279,3 +279,15 @@ def test_approvers_get_an_email_from_a_real_smtp_server(user, other_user, carol,
     assert message["Subject"] == "Approval needed: current_time for alice"
     body = message.get_payload()
     assert "https://cc.example.org/approvals/" in body and "(leads)" in body
+
+
+def test_the_tokens_page_offers_no_buttons_for_an_approvers_call(user):
+    approver_mode(Group.objects.create(name="leads"))
+    call = toolcall_bind(
+        request=CallRequest(tool="current_time", arguments={}),
+        ctx=BindContext(user_id=user.pk, conversation_id=None, source="mcp"),
+    )
+    assert call.status == "awaiting_approval"
+    page = logged_in(user).get("/tokens/").content.decode()
+    assert "Waiting for approval by: <strong" in page
+    assert f'aria-label="Approve call {call.pk}"' not in page
