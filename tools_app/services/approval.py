@@ -82,7 +82,7 @@ def toolcall_approve(
             arguments=new_arguments,
             raw_arguments=json.dumps(new_arguments),
             decided_by=user if getattr(user, "pk", None) else None,
-            decision_note=note[:NOTE_MAX],
+            decision_note=note.strip()[:NOTE_MAX],
             version=F("version") + 1,
         )
         if not moved:
