@@ -9,6 +9,7 @@ from platform_app.preferences.services import preferences_theme
 
 def app(request: HttpRequest) -> dict[str, object]:
     return {
+        **approvals(request),
         "cc_mode": settings.MODE,
         "chat_max_message_bytes": settings.CHAT_MAX_MESSAGE_BYTES,
         # OIDC_LOCAL_LOGIN=false: nobody signs in with a password (no Password page to offer).
@@ -17,3 +18,14 @@ def app(request: HttpRequest) -> dict[str, object]:
         # Lazy (a template calls it): fragments that never show it cost no query.
         "cc_theme": partial(preferences_theme, user=getattr(request, "user", AnonymousUser())),
     }
+
+
+def approvals(request: HttpRequest) -> dict[str, object]:
+    """The top bar's Approvals link and badge: for approvers and admins."""
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return {}
+    from tools_app.services.approval import approvals_for, is_approver
+
+    count = len(approvals_for(user))
+    return {"cc_approver": bool(count) or user.is_staff or is_approver(user), "cc_approvals": count}

@@ -317,6 +317,12 @@ if EMAIL_USE_TLS and EMAIL_USE_SSL:
     raise ImproperlyConfigured("EMAIL_USE_TLS and EMAIL_USE_SSL are exclusive; set one")
 EMAIL_TIMEOUT = envint("EMAIL_TIMEOUT", 10, minimum=1)
 DEFAULT_FROM_EMAIL = envstr("DEFAULT_FROM_EMAIL", "controlcenter@localhost")
+# Where links in emails point (approvals): the address people open the app at.
+APP_URL = envstr("APP_URL").strip().rstrip("/") or "http://localhost:8000"
+
+# A call waiting for approval longer than this is denied ("approval expired after N min"), so
+# no turn, schedule or MCP client waits forever.
+APPROVAL_TIMEOUT_MINUTES = envint("APPROVAL_TIMEOUT_MINUTES", 30, minimum=1)
 
 # --- the product ----------------------------------------------------------------------------
 LLM = {

@@ -69,8 +69,9 @@ class ToolGroupConfigAdmin(SecretsHiddenAdmin):
 
 @admin.register(ToolFunctionConfig)
 class ToolFunctionConfigAdmin(admin.ModelAdmin):
-    list_display = ["name", "enabled", "requires_approval", "reasoning_for_call", "updated_at"]
-    list_filter = ["enabled", "requires_approval", "reasoning_for_call"]
+    list_display = ["name", "enabled", "approval_mode", "reasoning_for_call", "updated_at"]
+    list_filter = ["enabled", "approval_mode", "reasoning_for_call"]
+    filter_horizontal = ["approver_groups"]
 
 
 class _ReadOnlyAdmin(SecretsHiddenAdmin):

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from django.apps import AppConfig
 
@@ -12,6 +13,9 @@ class ToolsAppConfig(AppConfig):
     verbose_name = "Tools"
 
     def ready(self) -> None:
+        from django.contrib.auth.models import Group
+        from django.db.models.signals import m2m_changed
+
         from infra.maintenance import maintenance_step
         from tools_app import checks, executors
         from tools_app.executors.browser import browser_maintenance
@@ -25,10 +29,22 @@ class ToolsAppConfig(AppConfig):
         config_track(ToolGroupConfig, ToolFunctionConfig, ToolSource)
         # So is every person's set of granted tools (grants, groups, memberships, staff).
         grants_track()
+        # Approver groups too: set or added (m2m_changed), or gone with their group.
+        approvers = ToolFunctionConfig.approver_groups.through
+        config_track(approvers, Group)
+        m2m_changed.connect(_approvers_changed, sender=approvers, dispatch_uid="cc-approvers")
         # Lost tool calls first: their turns (chat_app's step) may then move on.
         maintenance_step("tool calls", _reap_tool_calls, order=10)
+        maintenance_step("expired approvals", _expire_approvals, order=15)
         maintenance_step("idle sandboxes", _reap_idle_sandboxes, order=30)
         maintenance_step("browser", browser_maintenance, order=40)
+
+
+def _approvers_changed(sender: Any, action: str, **kwargs: Any) -> None:
+    from tools_app.models import ToolConfigVersion
+
+    if action in ("post_add", "post_remove", "post_clear"):
+        ToolConfigVersion.bump()
 
 
 def _reap_tool_calls() -> None:
@@ -40,6 +56,14 @@ def _reap_tool_calls() -> None:
     sent = toolcall_redeliver_queued()
     if sent:
         logger.warning("queued %d waiting tool call(s) again", sent)
+
+
+def _expire_approvals() -> None:
+    from tools_app.services.approval import approvals_expire
+
+    expired = approvals_expire()
+    if expired:
+        logger.info("denied %d tool call(s) whose approval expired", expired)
 
 
 def _reap_idle_sandboxes() -> None:

@@ -38,7 +38,26 @@ def toolcall_event(call: ToolCall) -> dict[str, object]:
 
 
 def toolcall_publish(call: ToolCall, *, wait: bool = True) -> Future[None]:
+    if call.approval_mode == "approver":
+        approvals_publish(call)
     return publish(toolcall_groups(call), toolcall_event(call), wait=wait)
+
+
+# The Approvals page and the top bar's badge listen on one channel group per Django group
+# (its approvers), and admins on one more (calls of functions that name no approver group).
+APPROVALS_ADMINS = "approvals_admins"
+
+
+def approvals_group(group_id: int) -> str:
+    return f"approvals_group_{group_id}"
+
+
+def approvals_publish(call: ToolCall) -> None:
+    """Tell those who may decide this call that the queue changed (it waits, or no longer).
+    The event carries no content: each listener reads what it may see."""
+    ids = call.approver_group_ids or []
+    groups = [approvals_group(i) for i in ids] if ids else [APPROVALS_ADMINS]
+    publish(groups, {"type": "approvals", "id": call.pk, "status": call.status}, wait=False)
 
 
 def toolcall_publish_output(call: ToolCall, *, offset: int, text: str) -> None:

@@ -100,7 +100,6 @@ class ToolFunctionConfig(models.Model):
 
     name = models.CharField(max_length=64, unique=True)
     enabled = models.BooleanField(default=True)
-    requires_approval = models.BooleanField(default=False)
 
     class ApprovalMode(models.TextChoices):
         NONE = "none", "no approval"
@@ -228,6 +227,19 @@ class ToolCall(models.Model):
     output = models.TextField(blank=True)
     error = models.TextField(blank=True)
     cancel_requested = models.BooleanField(default=False)
+    # Who must decide a call that waits for approval, as configured when it was bound:
+    # "requester" (the person who asked) or "approver" (a member of ``approver_group_ids``,
+    # never the person who asked). Blank: no approval step.
+    approval_mode = models.CharField(max_length=10, blank=True)
+    approver_group_ids = models.JSONField(default=list, blank=True)
+    decided_by = models.ForeignKey(
+        django_settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    decision_note = models.TextField(blank=True)
     queue = models.CharField(max_length=32, blank=True)
     worker = models.CharField(max_length=128, blank=True)
     sandbox_id = models.CharField(max_length=128, blank=True)
@@ -255,6 +267,20 @@ class ToolCall(models.Model):
     @property
     def status_word(self) -> str:
         return self.Status(self.status).label
+
+    @property
+    def approvers_label(self) -> str:
+        """Who must decide, in words for the card: "leads, ops" (approver mode)."""
+        if self.approval_mode != "approver":
+            return ""
+        from django.contrib.auth.models import Group
+
+        names = sorted(
+            Group.objects.filter(pk__in=self.approver_group_ids or []).values_list(
+                "name", flat=True
+            )
+        )
+        return ", ".join(names) or "an administrator"
 
     @property
     def arguments_for_display(self) -> Any:

@@ -49,7 +49,8 @@ T = TypeVar("T")
 @dataclass(frozen=True)
 class _Function:
     enabled: bool = True
-    requires_approval: bool = False
+    approval_mode: str = "none"  # none | requester | approver (ToolFunctionConfig.ApprovalMode)
+    approver_group_ids: tuple[int, ...] = ()
     reasoning_for_call: bool = False
     timeout_seconds: int | None = None  # the function's own limits (None: the group's)
     calls_per_minute: int | None = None
@@ -156,13 +157,21 @@ def config_snapshot(*, token: str | None = None) -> ConfigSnapshot:
         name: (enabled, {**(stored or {}), **group_secrets(_decrypted(name, secrets))})
         for name, enabled, stored, secrets in rows
     }
+    approvers: dict[int, list[int]] = {}
+    for function_id, group_id in ToolFunctionConfig.approver_groups.through.objects.values_list(
+        "toolfunctionconfig_id", "group_id"
+    ):
+        approvers.setdefault(function_id, []).append(group_id)
     functions = {
-        name: _Function(enabled, approval, reasoning, timeout, per_minute)
-        for name, enabled, approval, reasoning, timeout, per_minute in (
+        name: _Function(
+            enabled, mode, tuple(sorted(approvers.get(pk, ()))), reasoning, timeout, per_minute
+        )
+        for pk, name, enabled, mode, reasoning, timeout, per_minute in (
             ToolFunctionConfig.objects.values_list(
+                "pk",
                 "name",
                 "enabled",
-                "requires_approval",
+                "approval_mode",
                 "reasoning_for_call",
                 "timeout_seconds",
                 "calls_per_minute",
@@ -234,9 +243,14 @@ class ToolState:
     """Everything binding needs to know about one tool."""
 
     disabled_reason: str | None
-    requires_approval: bool
+    approval_mode: str  # none | requester | approver
     settings: GroupSettings
     calls_per_minute: int | None = None  # the function's own limit, when an admin set one
+    approver_group_ids: tuple[int, ...] = ()
+
+    @property
+    def requires_approval(self) -> bool:
+        return self.approval_mode != "none"
 
 
 def _disabled_reason(snapshot: ConfigSnapshot, tool: type[BaseTool]) -> str | None:
@@ -251,7 +265,8 @@ def tool_state(tool: type[BaseTool], snapshot: ConfigSnapshot | None = None) -> 
     snapshot = snapshot or config_snapshot()
     return ToolState(
         disabled_reason=_disabled_reason(snapshot, tool),
-        requires_approval=snapshot.function(tool.tool_name).requires_approval,
+        approval_mode=snapshot.function(tool.tool_name).approval_mode,
+        approver_group_ids=snapshot.function(tool.tool_name).approver_group_ids,
         calls_per_minute=snapshot.function(tool.tool_name).calls_per_minute,
         settings=snapshot.settings(tool.tool_group),
     )

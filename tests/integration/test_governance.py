@@ -29,7 +29,7 @@ def awaiting(turn):
 
 @pytest.mark.modes
 def test_an_approved_call_runs_and_the_turn_goes_on(worker, conversation, user, llm, provider):
-    ToolFunctionConfig.objects.create(name="current_time", requires_approval=True)
+    ToolFunctionConfig.objects.create(name="current_time", approval_mode="requester")
     llm.script(Reply(calls=[Call("current_time", {"timezone": "UTC"})]), Reply(text="Done."))
     turn = start(conversation, user, "time?")
     call = awaiting(turn)
@@ -46,7 +46,7 @@ def test_an_approved_call_runs_and_the_turn_goes_on(worker, conversation, user, 
 
 @pytest.mark.modes
 def test_a_denied_call_tells_the_model(worker, conversation, user, llm, provider):
-    ToolFunctionConfig.objects.create(name="current_time", requires_approval=True)
+    ToolFunctionConfig.objects.create(name="current_time", approval_mode="requester")
     llm.script(Reply(calls=[Call("current_time", {})]), Reply(text="OK, I will not."))
     turn = start(conversation, user, "time?")
     call = awaiting(turn)
@@ -57,7 +57,7 @@ def test_a_denied_call_tells_the_model(worker, conversation, user, llm, provider
 
 
 def test_edited_arguments_are_validated_again(worker, conversation, user, llm, provider):
-    ToolFunctionConfig.objects.create(name="current_time", requires_approval=True)
+    ToolFunctionConfig.objects.create(name="current_time", approval_mode="requester")
     llm.script(Reply(calls=[Call("current_time", {})]), Reply(text="ok"))
     turn = start(conversation, user, "time?")
     call = awaiting(turn)
@@ -69,8 +69,8 @@ def test_edited_arguments_are_validated_again(worker, conversation, user, llm, p
     assert ToolCall.objects.get(pk=call.pk).status == "cancelled"  # Stop cancels pending approvals
 
 
-def test_only_the_owner_or_staff_may_decide(worker, conversation, user, other_user, llm, provider):
-    ToolFunctionConfig.objects.create(name="current_time", requires_approval=True)
+def test_only_the_requester_may_confirm(worker, conversation, user, other_user, llm, provider):
+    ToolFunctionConfig.objects.create(name="current_time", approval_mode="requester")
     llm.script(Reply(calls=[Call("current_time", {})]), Reply(text="ok"))
     turn = start(conversation, user, "time?")
     call = awaiting(turn)

@@ -284,7 +284,7 @@ def test_stop_withdraws_a_waiting_question(worker, conversation, user, llm, prov
 def question_awaiting_approval(conversation, user, llm) -> tuple[Turn, ToolCall]:
     """A turn whose clarification waits for approval (an admin made it require one)."""
     profile(conversation, kind=Agent.Kind.REASONING_AS_TOOL)
-    ToolFunctionConfig.objects.create(name="clarification", requires_approval=True)
+    ToolFunctionConfig.objects.create(name="clarification", approval_mode="requester")
     llm.script(Reply(calls=[CLARIFY]))
     turn = turn_start(conversation=conversation, user_id=user.pk, text="jaguar?")
     question = wait_for(

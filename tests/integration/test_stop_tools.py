@@ -122,7 +122,7 @@ def test_stop_kills_two_parallel_running_calls(worker, conversation, user, llm, 
 def test_stop_cancels_a_call_awaiting_approval_and_kills_a_running_one(
     worker, conversation, user, llm, provider
 ):
-    ToolFunctionConfig.objects.create(name="write_file", requires_approval=True)
+    ToolFunctionConfig.objects.create(name="write_file", approval_mode="requester")
     sleep = sleeper()
     turn = start(
         llm,

@@ -182,7 +182,7 @@ def test_a_call_that_ran_has_one_complete_record(user, staff_user, approval):
     from tools_app.services.execution import toolcall_execute
 
     if approval:
-        ToolFunctionConfig.objects.create(name="current_time", requires_approval=True)
+        ToolFunctionConfig.objects.create(name="current_time", approval_mode="requester")
     conversation = Conversation.objects.create(owner=user, title="Clock talk")
     call = toolcall_bind(
         request=CallRequest(tool="current_time", arguments={"timezone": "UTC"}),

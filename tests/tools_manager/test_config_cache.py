@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import Group
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
@@ -20,7 +21,7 @@ from tools_app.models import ToolCall, ToolConfigVersion, ToolFunctionConfig, To
 from tools_app.registry import get_tool
 from tools_app.runtime import BindContext
 from tools_app.services.binding import CallRequest, toolcall_bind
-from tools_app.services.settings import function_switch_set, group_enabled_set
+from tools_app.services.settings import function_approval_set, group_enabled_set
 
 pytestmark = pytest.mark.modes  # SQLite and Postgres alike
 
@@ -62,8 +63,16 @@ def test_it_sees_changes_saved_through_the_tools_manager(user: Any) -> None:
     refused = bind(user)
     assert refused.status == ToolCall.Status.DENIED and "switched off" in refused.error
     group_enabled_set(user=user, group="time", enabled=True)
-    function_switch_set(user=user, tool="current_time", switch="requires_approval", value=True)
+    function_approval_set(user=user, tool="current_time", mode="requester")
     assert bind(user).status == ToolCall.Status.AWAITING_APPROVAL
+    leads = Group.objects.create(name="leads")
+    function_approval_set(
+        user=user, tool="current_time", mode="approver", approver_group_ids=[leads.pk]
+    )
+    call = bind(user)
+    assert (call.approval_mode, call.approver_group_ids) == ("approver", [leads.pk])
+    leads.delete()  # gone with its group: the configuration moves on
+    assert bind(user).approver_group_ids == []
 
 
 def test_it_sees_bulk_writes_that_skip_save(db: None) -> None:

@@ -30,7 +30,7 @@ def communicator(call_id: int, user: Any) -> WebsocketCommunicator:
 def bind(user: Any, *, dispatch: bool = False, approval: bool = False) -> ToolCall:
     if approval:
         ToolFunctionConfig.objects.update_or_create(
-            name="current_time", defaults={"requires_approval": True}
+            name="current_time", defaults={"approval_mode": "requester"}
         )
     call = toolcall_bind(
         request=CallRequest(tool="current_time", arguments={"timezone": "UTC"}),

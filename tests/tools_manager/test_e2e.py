@@ -116,12 +116,9 @@ def test_an_admin_presses_test_and_watches_the_call_succeed(page, staff_user):
 
 def test_a_test_that_requires_approval_is_approved_in_the_page(page, staff_user):
     as_admin(page)
-    approval = page.locator("#function-current_time").get_by_role(
-        "switch", name="Requires approval"
-    )
-    approval.click()
+    page.locator("#function-current_time").get_by_label("Approval").select_option("requester")
     expect(page.locator("#function-current_time .tag-warn")).to_have_text("approval")
-    assert ToolFunctionConfig.objects.get(name="current_time").requires_approval
+    assert ToolFunctionConfig.objects.get(name="current_time").approval_mode == "requester"
     page.get_by_role("link", name="Test current_time").click()
     page.get_by_role("button", name="Run test").click()
     card = run_card(page)

@@ -106,7 +106,8 @@ def test_it_counts_calls_and_failures_of_the_last_24_hours(db):
 def test_the_page_lists_groups_functions_and_their_switches(staff_client):
     html = staff_client.get("/tools/").content.decode()
     assert 'id="group-time"' in html and 'id="function-current_time"' in html
-    for label in ("Enabled", "Requires approval", "Ask why"):
+    for label in ("Enabled", "Ask why"):
         assert f'<span class="switch-text">{label}</span>' in html
+    assert '<select id="approval-current_time" name="approval_mode"' in html
     assert 'role="switch"' in html
     assert "never tested" in html

@@ -65,7 +65,7 @@ def test_raw_json_is_bound_exactly_as_a_model_would_send_it(staff_client):
 
 
 def test_a_function_that_requires_approval_waits_with_approve_buttons(staff_client):
-    ToolFunctionConfig.objects.create(name="current_time", requires_approval=True)
+    ToolFunctionConfig.objects.create(name="current_time", approval_mode="requester")
     html = staff_client.post(URL, {"arg-timezone": "UTC"}, **HTMX).content.decode()
     assert ToolCall.objects.get().status == "awaiting_approval"
     assert 'data-action="approve"' in html and 'data-action="deny"' in html

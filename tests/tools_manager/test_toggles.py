@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from django.contrib.auth.models import Group
+
 from chat_app.models import Conversation
 from chat_app.services.slash import slash_run
 from tests.tools_manager.conftest import HTMX
@@ -60,15 +62,40 @@ def test_a_switched_off_function_is_not_offered_and_answers_disabled(staff_clien
     assert (record.group, record.tool) == ("time", "current_time")
 
 
-def test_function_switches_store_approval_and_ask_why(staff_client):
-    for switch in ("requires_approval", "reasoning_for_call"):
-        response = staff_client.post(
-            f"/tools/functions/current_time/{switch}/", {switch: ["0", "1"]}, **HTMX
-        )
-        assert response.status_code == 200
+def test_function_settings_store_approval_mode_and_ask_why(staff_client):
+    response = staff_client.post(
+        "/tools/functions/current_time/reasoning_for_call/",
+        {"reasoning_for_call": ["0", "1"]},
+        **HTMX,
+    )
+    assert response.status_code == 200
+    response = staff_client.post(
+        "/tools/functions/current_time/approval/", {"approval_mode": "requester"}, **HTMX
+    )
+    assert response.status_code == 200
+    assert 'value="requester" selected' in response.content.decode()
     config = ToolFunctionConfig.objects.get(name="current_time")
-    assert config.enabled and config.requires_approval and config.reasoning_for_call
+    assert config.enabled and config.approval_mode == "requester" and config.reasoning_for_call
     assert AuditRecord.objects.filter(kind="settings", tool="current_time").count() == 2
+
+
+def test_the_function_page_sets_approver_groups(staff_client):
+    leads = Group.objects.create(name="leads")
+    response = staff_client.post(
+        "/tools/functions/current_time/approval/",
+        {"approval_mode": "approver", "approvers_posted": "1", "approver_groups": [leads.pk]},
+    )
+    assert response.status_code == 302
+    config = ToolFunctionConfig.objects.get(name="current_time")
+    assert config.approval_mode == "approver"
+    assert list(config.approver_groups.all()) == [leads]
+    record = AuditRecord.objects.get(kind="settings", tool="current_time")
+    assert record.detail["after"] == {"approval_mode": "approver", "approvers": ["leads"]}
+    page = staff_client.get("/tools/").content.decode()
+    assert 'value="approver" selected' in page and ">leads</a>" in page
+    # A mode that does not exist is refused; nothing changes.
+    staff_client.post("/tools/functions/current_time/approval/", {"approval_mode": "anyone"})
+    assert ToolFunctionConfig.objects.get(name="current_time").approval_mode == "approver"
 
 
 def test_posting_the_same_state_again_records_nothing(staff_client):

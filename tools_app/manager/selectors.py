@@ -52,6 +52,13 @@ class FunctionRow:
     def description(self) -> str:
         return self.tool.description()
 
+    @property
+    def approvers(self) -> list[str]:
+        """The approver groups' names (approver mode), from the prefetched rows."""
+        if self.config.pk is None:
+            return []
+        return sorted(g.name for g in self.config.approver_groups.all())
+
 
 @dataclass
 class GroupRow:
@@ -189,7 +196,9 @@ def group_rows(names: list[str] | None = None) -> list[GroupRow]:
     if names is not None:
         groups = [g for g in groups if g.name in names]
     enabled = dict(ToolGroupConfig.objects.values_list("name", "enabled"))
-    function_configs = {c.name: c for c in ToolFunctionConfig.objects.all()}
+    function_configs = {
+        c.name: c for c in ToolFunctionConfig.objects.prefetch_related("approver_groups")
+    }
     activity = _activity_24h()
     sources = {s.group_name: s for s in ToolSource.objects.all()}
     granted = _granted_to()

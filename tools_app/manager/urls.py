@@ -12,6 +12,11 @@ urlpatterns = [
     path("groups/<str:group>/enabled/", views.group_toggle, name="group_toggle"),
     path("functions/<str:tool>/test/", views.function_test, name="function_test"),
     path("functions/<str:tool>/limits/", views_sources.function_limits, name="function_limits"),
+    path(
+        "functions/<str:tool>/approval/",
+        views_sources.function_approval,
+        name="function_approval",
+    ),
     path("sources/mcp/new/", views_sources.mcp_new, name="mcp_new"),
     path("sources/openapi/new/", views_sources.openapi_new, name="openapi_new"),
     path("sources/<slug:name>/refresh/", views_sources.source_refresh, name="source_refresh"),

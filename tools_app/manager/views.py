@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from asgiref.sync import sync_to_async
 from django.contrib import messages
+from django.contrib.auth.models import Group
 from django.contrib.auth.views import redirect_to_login
 from django.core.paginator import Paginator
 from django.http import (
@@ -182,6 +183,7 @@ def _test_context(tool: Any, form: ToolTestForm) -> dict[str, Any]:
         "function": function,
         "form": form,
         "openai_schema": json.dumps(tool.openai_schema(), indent=2),
+        "groups": Group.objects.order_by("name"),
     }
 
 

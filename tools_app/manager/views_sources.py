@@ -198,6 +198,43 @@ def source_remove(request: HttpRequest, name: str) -> HttpResponse:
 
 @staff_only
 @require_POST
+def function_approval(request: HtmxHttpRequest, tool: str) -> HttpResponse:
+    """Who must approve this function's calls. The manager's select posts the mode alone
+    (the groups stay); the function page's form posts the groups as well."""
+    from tools_app import selectors
+    from tools_app.services.settings import SettingsError, function_approval_set
+
+    found = selectors.tool_named(tool)
+    if found is None:
+        raise Http404("unknown tool")
+    group_ids: list[int] | None = None
+    if "approvers_posted" in request.POST:
+        raw = request.POST.getlist("approver_groups")
+        group_ids = [int(v) for v in raw if v.isdigit()]
+    try:
+        function_approval_set(
+            user=request.user,
+            tool=tool,
+            mode=request.POST.get("approval_mode", ""),
+            approver_group_ids=group_ids,
+        )
+    except SettingsError as exc:
+        if request.htmx:  # the select offers only the modes there are
+            raise Http404(str(exc)) from None
+        messages.error(request, f"{tool}: {exc}")
+    else:
+        if not request.htmx:  # the rows swapped in say it themselves
+            messages.success(request, f"{tool}: approval saved.")
+    if request.htmx:
+        row = manager_selectors.group_row(found.tool_group)
+        return render(request, "tools/manager.html#group-body", {"row": row})
+    if group_ids is not None:
+        return redirect("tools:function_test", tool=tool)
+    return redirect("tools:manager")
+
+
+@staff_only
+@require_POST
 def function_limits(request: HttpRequest, tool: str) -> HttpResponse:
     from tools_app import selectors
     from tools_app.services.settings import function_limits_set

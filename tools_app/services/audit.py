@@ -97,7 +97,14 @@ def audit_call(call: ToolCall, *, new: bool = False, changes: dict[str, Any] | N
 
 
 def audit_approval(
-    *, call: ToolCall, user: Any, decision: str, before: Any = None, after: Any = None
+    *,
+    call: ToolCall,
+    user: Any,
+    decision: str,
+    before: Any = None,
+    after: Any = None,
+    note: str = "",
+    reason: str = "",
 ) -> AuditRecord:
     return AuditRecord.objects.create(
         kind=AuditRecord.Kind.APPROVAL,
@@ -114,6 +121,8 @@ def audit_approval(
             "decision": decision,
             "arguments_before": redact(before),
             "arguments_after": redact(after),
+            **({"note": note} if note else {}),
+            **({"reason": reason} if reason else {}),
         },
     )
 

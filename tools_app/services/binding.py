@@ -14,6 +14,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 from django.db import transaction
@@ -27,6 +28,7 @@ from tools_app.errors import PolicyDenied, ToolError
 from tools_app.models import ToolCall
 from tools_app.registry import GROUPS, TOOLS, BaseTool, GroupSettings, get_tool, is_latent
 from tools_app.runtime import BindContext, scope_narrow
+from tools_app.services.approval_notify import approval_waiting
 from tools_app.services.audit import audit_call
 from tools_app.services.grants import NOT_GRANTED, granted_tools, not_granted_reason
 
@@ -334,6 +336,8 @@ def toolcall_check(
     call.latent = is_latent(tool)
     if state.requires_approval:
         call.status = ToolCall.Status.AWAITING_APPROVAL
+        call.approval_mode = state.approval_mode  # who decides: fixed when the call is made
+        call.approver_group_ids = list(state.approver_group_ids)
     else:
         call.status = ToolCall.Status.QUEUED
     return CheckedCall(call, tool, settings, state.calls_per_minute)
@@ -363,6 +367,8 @@ def toolcall_store(
         except _Refused as refused:
             _refuse(call, refused)
     call.save()
+    if call.status == ToolCall.Status.AWAITING_APPROVAL:
+        transaction.on_commit(partial(approval_waiting, call))  # approvers are told
     if call.status != ToolCall.Status.QUEUED:
         # Refused or waiting for a person: recorded now. A queued call is recorded when it
         # finishes (every call finishes: run, cancelled, or failed by the reaper), one write

@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from django.contrib.auth.models import Group
 from django.db import transaction
 from pydantic import SecretStr
 
@@ -20,7 +21,8 @@ from tools_app.registry import BaseTool, GroupSettings, ToolGroup, secret_fields
 from tools_app.services.audit import audit_settings_change
 
 # The per-function switches an admin may flip, and what the audit log calls them.
-FUNCTION_SWITCHES = ("enabled", "requires_approval", "reasoning_for_call")
+FUNCTION_SWITCHES = ("enabled", "reasoning_for_call")
+APPROVAL_MODES = tuple(ToolFunctionConfig.ApprovalMode.values)
 
 
 class SettingsError(ValueError):
@@ -115,7 +117,7 @@ def group_enabled_set(*, user: Any, group: str, enabled: bool) -> ToolGroupConfi
 
 
 def function_switch_set(*, user: Any, tool: str, switch: str, value: bool) -> ToolFunctionConfig:
-    """Set one per-function switch (enabled, requires approval, ask why)."""
+    """Set one per-function switch (enabled, ask why)."""
     found = _tool(tool)
     if switch not in FUNCTION_SWITCHES:
         raise SettingsError(f"unknown switch {switch!r}")
@@ -131,6 +133,37 @@ def function_switch_set(*, user: Any, tool: str, switch: str, value: bool) -> To
                 tool=tool,
                 before={switch: current},
                 after={switch: value},
+            )
+    return config
+
+
+def function_approval_set(
+    *, user: Any, tool: str, mode: str, approver_group_ids: Iterable[int] | None = None
+) -> ToolFunctionConfig:
+    """Who must decide a call of this function: nobody (none), the person who asked
+    (requester), or a member of the approver groups (approver). ``approver_group_ids``: None
+    keeps the groups as they are."""
+    found = _tool(tool)
+    if mode not in APPROVAL_MODES:
+        raise SettingsError(f"unknown approval mode {mode!r}")
+    with transaction.atomic():
+        config, _ = ToolFunctionConfig.objects.select_for_update().get_or_create(name=tool)
+        before_groups = sorted(config.approver_groups.values_list("name", flat=True))
+        before = {"approval_mode": config.approval_mode, "approvers": before_groups}
+        if approver_group_ids is not None:
+            ids = set(approver_group_ids)
+            groups = list(Group.objects.filter(pk__in=ids))
+            if len(groups) != len(ids):
+                raise SettingsError("unknown approver group")
+            config.approver_groups.set(groups)
+        after_groups = sorted(config.approver_groups.values_list("name", flat=True))
+        after = {"approval_mode": mode, "approvers": after_groups}
+        if config.approval_mode != mode:
+            config.approval_mode = mode
+            config.save(update_fields=["approval_mode", "updated_at"])
+        if before != after:
+            audit_settings_change(
+                user=user, group=found.tool_group, tool=tool, before=before, after=after
             )
     return config
 

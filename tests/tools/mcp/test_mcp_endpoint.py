@@ -148,7 +148,7 @@ def test_a_call_that_requires_approval_waits_for_a_person(
     """Approved here as the web UI would (the approval queues the call on a worker)."""
     from tools_app.services.approval import toolcall_decide
 
-    ToolFunctionConfig.objects.create(name="current_time", requires_approval=True)
+    ToolFunctionConfig.objects.create(name="current_time", approval_mode="requester")
     result: dict[str, Any] = {}
 
     def client() -> None:

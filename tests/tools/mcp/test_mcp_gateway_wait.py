@@ -37,7 +37,7 @@ def status_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 def _awaiting_approval(user: Any) -> ToolCall:
-    ToolFunctionConfig.objects.create(name="current_time", requires_approval=True)
+    ToolFunctionConfig.objects.create(name="current_time", approval_mode="requester")
     token = api_token_create(user=user, name="wait test")[0]
     call = mcp_gateway._bind(token.pk, "current_time", {"timezone": "UTC"})
     assert call.status == ToolCall.Status.AWAITING_APPROVAL
@@ -84,7 +84,7 @@ def test_a_slow_poll_still_answers_when_no_event_comes(
 
 
 def test_a_client_that_gives_up_cancels_the_call(app_server: str, user: Any, worker: str) -> None:
-    ToolFunctionConfig.objects.create(name="current_time", requires_approval=True)
+    ToolFunctionConfig.objects.create(name="current_time", approval_mode="requester")
     raw = api_token_create(user=user, name="impatient")[1]
 
     def waiting() -> ToolCall | None:

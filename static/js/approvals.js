@@ -1,0 +1,47 @@
+// Approvals, live on every page of an approver: the top bar's badge counts the calls that wait
+// for them; on the Approvals page the list follows (new calls appear, decided or expired ones
+// leave) without touching a call someone is editing.
+const badge = document.getElementById("approvals-badge");
+const list = document.getElementById("approvals-list");
+let delay = 1000;
+
+function setCount(count) {
+  if (!badge) return;
+  badge.textContent = String(count);
+  badge.hidden = count === 0;
+  badge.setAttribute("aria-label", `${count} waiting`);
+}
+
+async function refreshList() {
+  const response = await fetch("/approvals/", { headers: { "HX-Request": "true" } });
+  if (!response.ok) return;
+  const holder = document.createElement("div");
+  holder.innerHTML = await response.text();
+  const fresh = holder.querySelector("#approvals-list");
+  if (!fresh) return;
+  const kept = new Map([...list.querySelectorAll(".approval-item")].map((el) => [el.id, el]));
+  const items = [...fresh.children].map((el) => (el.id && kept.get(el.id)) || el);
+  list.replaceChildren(...items);
+}
+
+function connect() {
+  const scheme = location.protocol === "https:" ? "wss" : "ws";
+  const socket = new WebSocket(`${scheme}://${location.host}/ws/approvals/`);
+  socket.addEventListener("open", () => {
+    delay = 1000;
+    document.body.dataset.approvalsConnected = "true";
+  });
+  socket.addEventListener("message", (message) => {
+    const event = JSON.parse(message.data);
+    if (event.type !== "approvals") return;
+    setCount(event.count);
+    if (list) refreshList().catch(() => {});
+  });
+  socket.addEventListener("close", () => {
+    document.body.dataset.approvalsConnected = "false";
+    setTimeout(connect, delay);
+    delay = Math.min(delay * 2, 30000);
+  });
+}
+
+connect();

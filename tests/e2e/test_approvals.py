@@ -1,0 +1,78 @@
+"""Approvals in real Chromium: a member's call waits for an approver; the approver, in a
+second browser, sees it appear live on the Approvals page (and the top bar's badge), approves
+it with a note, and the member's card updates live."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import Group
+from playwright.sync_api import expect
+
+from tests.e2e.conftest import login, wait_connected
+from tests.llm_server import Call, Reply
+from tools_app.models import AuditRecord, ToolCall, ToolFunctionConfig
+
+pytestmark = [pytest.mark.e2e, pytest.mark.modes]
+
+
+def test_an_approver_approves_a_members_call_from_the_approvals_page(
+    page, browser, user, other_user, llm, provider
+):
+    leads = Group.objects.create(name="leads")
+    leads.user_set.add(other_user)
+    config = ToolFunctionConfig.objects.create(name="current_time", approval_mode="approver")
+    config.approver_groups.set([leads])
+    llm.script(
+        Reply(calls=[Call("current_time", {"timezone": "Europe/Paris"})]),
+        Reply(text="It is evening in Paris."),
+    )
+    # bob, an approver, has the Approvals page open in his own browser.
+    approver_context = browser.new_context(viewport={"width": 1280, "height": 860})
+    approver = approver_context.new_page()
+    approver.set_default_timeout(15_000)
+    errors: list[str] = []
+    approver.on("pageerror", lambda exc: errors.append(str(exc)))
+    try:
+        login(page, "alice", "alice-password-1")
+        wait_connected(page)
+        base = "/".join(page.url.split("/")[:3])
+        approver.goto(f"{base}/accounts/login/")
+        approver.get_by_label("Username").fill("bob")
+        approver.get_by_label("Password").fill("bob-password-1")
+        approver.get_by_role("button", name="Log in").click()
+        approver.wait_for_url(lambda url: "/accounts/login/" not in url)
+        approver.get_by_role("link", name="Approvals").click()
+        approver.wait_for_function("document.body.dataset.approvalsConnected === 'true'")
+        expect(approver.get_by_text("Nothing waits for you.")).to_be_visible()
+        # alice asks; her card says who must decide, with no buttons for her.
+        page.get_by_label("Message").fill("What time is it in Paris?")
+        page.get_by_role("button", name="Send").click()
+        card = page.locator(".toolcall", has=page.locator(".tool-name", has_text="current_time"))
+        expect(card.locator(".approval-waiting")).to_have_text("Waiting for approval by: leads")
+        expect(card.get_by_role("button", name="Approve")).to_have_count(0)
+        # It appears on bob's page without a reload, and his badge counts it.
+        item = approver.locator(".approval-item")
+        expect(item).to_have_count(1)
+        expect(item.locator(".requester")).to_have_text("alice")
+        expect(approver.locator("#approvals-badge")).to_have_text("1")
+        expect(
+            item.get_by_label("Arguments (JSON) — edit before approving if needed")
+        ).to_have_value('{\n  "timezone": "Europe/Paris"\n}')
+        item.get_by_label("Note (optional, shown to the requester)").fill("Fine, it is harmless.")
+        approver.screenshot(path="docs/screenshots/approvals-1280.png", full_page=True)
+        approver.set_viewport_size({"width": 390, "height": 844})
+        approver.screenshot(path="docs/screenshots/approvals-390.png", full_page=True)
+        approver.set_viewport_size({"width": 1280, "height": 860})
+        item.get_by_role("button", name="Approve").click()
+        expect(approver.get_by_text("Nothing waits for you.")).to_be_visible()
+        expect(approver.locator("#approvals-badge")).to_be_hidden()
+        # alice's card follows live: run, with bob's note; the turn goes on.
+        expect(card.locator(".status-word")).to_have_text("succeeded")
+        expect(card.locator(".decision-note")).to_contain_text("Fine, it is harmless.")
+        expect(page.get_by_text("It is evening in Paris.")).to_be_visible()
+    finally:
+        approver_context.close()
+    assert not errors, errors
+    call = ToolCall.objects.get(tool="current_time")
+    assert call.decided_by == other_user
+    assert AuditRecord.objects.filter(kind="approval", tool_call=call, username="bob").exists()
