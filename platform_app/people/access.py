@@ -303,6 +303,5 @@ def _apply_group(plan: _GroupPlan, actor: Any) -> None:
 def _apply_approval(plan: _ApprovalPlan) -> None:
     config, _ = ToolFunctionConfig.objects.get_or_create(name=plan.tool)
     config.approval_mode = plan.mode
-    config.requires_approval = plan.mode != "none"
-    config.save(update_fields=["approval_mode", "requires_approval", "updated_at"])
+    config.save(update_fields=["approval_mode", "updated_at"])
     config.approver_groups.set(Group.objects.filter(name__in=plan.approvers))

@@ -14,7 +14,7 @@ def approval_back(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('tools_app', '0010_approval_modes'),
+        ('tools_app', '0011_tool_grants'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
