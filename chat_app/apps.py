@@ -12,7 +12,9 @@ class ChatAppConfig(AppConfig):
     def ready(self) -> None:
         from chat_app.agent_kinds import approved_call_hold
         from chat_app.models import Agent, Provider
+        from chat_app.pages import page_panels_register
         from chat_app.services.latent import latent_execute
+        from chat_app.views_files import files_context
         from infra.maintenance import maintenance_step
         from tools_app.models import config_track
         from tools_app.registry import latent_executor_set
@@ -29,6 +31,7 @@ class ChatAppConfig(AppConfig):
         # (tools_app.selectors.config_memo): a change to either moves it on.
         config_track(Agent, Provider)
         maintenance_step("turns", _reap_turns, order=20)
+        page_panels_register("files", files_context)  # the Files panel beside the chat
 
 
 def _advance_turn(sender: object, call: Any, **kwargs: object) -> None:

@@ -59,7 +59,10 @@ class ConversationConsumer(SafeJsonConsumer):
                     await self.send_error("'text' must be a string")
                     return
                 await db(turns.turn_send)(
-                    user=user, conversation_id=self.conversation_id, text=text
+                    user=user,
+                    conversation_id=self.conversation_id,
+                    text=text,
+                    files=content.get("files"),
                 )
             elif action == "stop":
                 await db(turns.turn_stop_current)(user=user, conversation_id=self.conversation_id)

@@ -210,6 +210,9 @@ class Message(models.Model):
     fallback = models.BooleanField(default=False)
     # What is happening to a streaming reply right now, e.g. "retrying in 2 s (429 …)".
     note = models.CharField(max_length=500, blank=True)
+    # Files the person uploaded into the workspace with this message (chat_app.services.
+    # uploads): [{"name", "size", "mime"}]; images reach a model with image input.
+    attachments = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     version = models.PositiveIntegerField(default=0)
 

@@ -22,6 +22,7 @@ from chat_app.events import conversation_publish, message_publish, turn_publish
 from chat_app.models import Conversation, Message, Turn
 from chat_app.services.agents import agent_for_conversation
 from chat_app.services.slash import slash_run
+from chat_app.services.uploads import clean_attachments
 from chat_app.signals import turn_finished, turn_stopping
 from infra.celery_app import app as celery_app
 from tools_app.models import ToolCall
@@ -78,6 +79,7 @@ def turn_start(
     max_rounds: int | None = None,
     origin: str = "",
     scope: list[str] | None = None,
+    attachments: list[dict[str, Any]] | None = None,
 ) -> Turn | None:
     """Store the user's message and queue the turn's first round. ``model``, ``max_rounds``,
     ``origin`` and ``scope`` are for turns the platform starts (a schedule firing, a
@@ -124,7 +126,11 @@ def turn_start(
         heartbeat_at=timezone.now(),  # queued at
     )
     message = Message(
-        conversation=conversation, role=Message.Role.USER, content=text, origin=origin
+        conversation=conversation,
+        role=Message.Role.USER,
+        content=text,
+        origin=origin,
+        attachments=attachments or [],
     )
     with transaction.atomic():
         turn.save()
@@ -268,9 +274,15 @@ def _owned_conversation(user: Any, conversation_id: int) -> Conversation:
     return conversation
 
 
-def turn_send(*, user: Any, conversation_id: int, text: str) -> Turn | None:
+def turn_send(*, user: Any, conversation_id: int, text: str, files: Any = None) -> Turn | None:
+    """``files``: workspace names the person uploaded for this message (checked here)."""
     conversation = _owned_conversation(user, conversation_id)
-    return turn_start(conversation=conversation, user_id=conversation.owner_id, text=text)
+    return turn_start(
+        conversation=conversation,
+        user_id=conversation.owner_id,
+        text=text,
+        attachments=clean_attachments(conversation, files) if files else None,
+    )
 
 
 def turn_stop_current(*, user: Any, conversation_id: int) -> None:
