@@ -24,7 +24,7 @@ def files_context(request: HttpRequest, conversation: Conversation) -> dict[str,
     return {
         "files": uploads.workspace_listing(conversation),
         "upload_max_bytes": uploads.upload_max_bytes(),
-        "upload_types": ",".join(f".{t}" for t in uploads.upload_allowed_types() if t != "*"),
+        "upload_types": " ".join(f".{t}" for t in uploads.upload_allowed_types() if t != "*"),
     }
 
 

@@ -111,10 +111,9 @@ def upload_name(raw: str) -> str:
         ext = name.rsplit(".", 1)[1].lower() if "." in name else ""
         if ext not in allowed:
             shown = f".{ext} files" if ext else "files without an extension"
-            raise UploadError(
-                f"{shown} are not accepted here; allowed: {', '.join('.' + a for a in allowed)}",
-                status=415,
-            )
+            listed = ", ".join("." + a for a in allowed[:12])
+            more = f" and {len(allowed) - 12} more" if len(allowed) > 12 else ""
+            raise UploadError(f"{shown} are not accepted here; allowed: {listed}{more}", status=415)
     return name
 
 

@@ -55,7 +55,7 @@ function removeButton(el, name) {
   const button = document.createElement("button");
   button.type = "button";
   button.textContent = "×";
-  button.setAttribute("aria-label", `Do not send ${name} with the message (it stays in the workspace)`);
+  button.setAttribute("aria-label", `Detach ${name} (it stays in the workspace)`);
   button.addEventListener("click", () => {
     const at = attached.indexOf(name);
     if (at >= 0) attached.splice(at, 1);
