@@ -23,6 +23,7 @@ BENCHES = [
     "memory_search",
     "mcp_overhead",
     "concurrency",
+    "upload",
 ]
 
 
