@@ -26,7 +26,10 @@ from django.conf import settings
 
 from chat_app.models import Conversation
 from infra.safe_files import Missing, Refused, open_beneath, split_relative, walk_beneath
+from tools_app.executors.file.settings import FileSettings
+from tools_app.registry import GROUPS
 from tools_app.runtime import workspace_dir_for, workspace_id_for
+from tools_app.selectors import group_settings
 
 logger = logging.getLogger(__name__)
 
@@ -72,12 +75,28 @@ class Stored:
         return {"name": self.name, "size": self.size, "mime": self.mime}
 
 
+def _file_settings() -> FileSettings | None:
+    return group_settings("file", FileSettings) if "file" in GROUPS else None
+
+
 def upload_max_bytes() -> int:
-    return int(settings.UPLOAD_MAX_BYTES)
+    """The File group's setting in the Tools Manager, else ``UPLOAD_MAX_MB``; never above
+    what a request body may be."""
+    chosen = _file_settings()
+    limit = (
+        chosen.upload_max_mb * 1024 * 1024
+        if chosen and chosen.upload_max_mb
+        else int(settings.UPLOAD_MAX_BYTES)
+    )
+    return min(limit, int(settings.MAX_REQUEST_BODY_BYTES) - 64 * 1024)
 
 
 def upload_allowed_types() -> list[str]:
-    """Allowed extensions, lower-case without the dot; ``["*"]``: any."""
+    """Allowed extensions, lower-case without the dot; ``["*"]``: any. The File group's
+    setting in the Tools Manager, else ``UPLOAD_ALLOWED_TYPES``."""
+    chosen = _file_settings()
+    if chosen and chosen.upload_allowed_types:
+        return list(chosen.upload_allowed_types)
     return list(settings.UPLOAD_ALLOWED_TYPES)
 
 

@@ -208,3 +208,27 @@ def test_hard_links_and_absolute_downloads_are_refused(alice, conversation, ws_r
     assert alice.get(f"/c/{conversation.pk}/files/linked.txt").status_code == 404
     assert alice.get(f"/c/{conversation.pk}/files//etc/passwd").status_code == 404
     assert alice.get(f"/c/{conversation.pk}/files/.hidden").status_code == 404
+
+
+def test_an_admin_sets_the_limits_in_the_tools_manager(alice, conversation, ws_root, settings):
+    from tools_app.executors.file.settings import FileSettings
+    from tools_app.models import ToolGroupConfig
+
+    with pytest.raises(ValueError, match="not a file extension"):
+        FileSettings(upload_allowed_types=["../x"])
+    ToolGroupConfig.objects.create(
+        name="file", settings={"upload_max_mb": 1, "upload_allowed_types": [".CSV"]}
+    )
+    assert upload(alice, conversation.pk, "ok.csv").status_code == 201
+    refused = upload(alice, conversation.pk, "notes.md")
+    assert refused.status_code == 415 and "allowed: .csv" in refused.json()["error"]
+    big = upload(alice, conversation.pk, "big.csv", body=b"x" * (1024 * 1024 + 1))
+    assert big.status_code == 413
+    # Never above what a request body may be.
+    config = ToolGroupConfig.objects.get(name="file")
+    config.settings = {"upload_max_mb": 900}
+    config.save()
+    settings.MAX_REQUEST_BODY_BYTES = 4 * 1024 * 1024
+    from chat_app.services.uploads import upload_max_bytes
+
+    assert upload_max_bytes() < 4 * 1024 * 1024
