@@ -41,7 +41,11 @@ def _readable(request: HttpRequest, conversation_id: int, via: str) -> Conversat
 @require_GET
 def files_panel(request: HttpRequest, conversation_id: int) -> HttpResponse:
     conversation = _readable(request, conversation_id, "files")
-    context = {"conversation": conversation, **files_context(request, conversation)}
+    context = {
+        "conversation": conversation,
+        "read_only": conversation.owner_id != request.user.pk,
+        **files_context(request, conversation),
+    }
     return render(request, "chat/_files.html", context)
 
 

@@ -232,3 +232,27 @@ def test_an_admin_sets_the_limits_in_the_tools_manager(alice, conversation, ws_r
     from chat_app.services.uploads import upload_max_bytes
 
     assert upload_max_bytes() < 4 * 1024 * 1024
+
+
+def test_an_auditor_reads_the_files_recorded_but_never_uploads(client, user, conversation, ws_root):
+    from django.contrib.auth.models import Group, Permission, User
+
+    from tools_app.models import AuditRecord
+
+    group = Group.objects.create(name="auditors")
+    group.permissions.add(
+        Permission.objects.get(content_type__app_label="chat_app", codename="audit_conversations")
+    )
+    auditor = User.objects.create_user("audrey", password="audrey-password-1")
+    auditor.groups.add(group)
+    client.force_login(user)
+    assert upload(client, conversation.pk, "mine.csv").status_code == 201
+    client.force_login(auditor)
+    assert upload(client, conversation.pk, "planted.csv").status_code == 404
+    panel = client.get(f"/c/{conversation.pk}/files/").content.decode()
+    assert "mine.csv" in panel and "Attach, drop" not in panel
+    assert client.get(f"/c/{conversation.pk}/files/mine.csv").status_code == 200
+    reads = AuditRecord.objects.filter(kind=AuditRecord.Kind.READ, user=auditor)
+    assert {r.conversation_id for r in reads} == {conversation.pk}
+    assert reads.count() == 2
+    assert not (workspace_for(conversation) / "planted.csv").exists()
