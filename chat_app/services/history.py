@@ -85,14 +85,7 @@ def build_history(
 
     marker = marker_id(conversation.pk)
     # The newest uploaded images go to the model; older ones stay names in the text.
-    uploaded: set[tuple[int, str]] = set()
-    if upload_images:
-        for m in reversed(messages):
-            for a in reversed(m.attachments or []) if m.role == Message.Role.USER else ():
-                if len(uploaded) < uploads.MAX_IMAGES_TO_MODEL and str(
-                    a.get("mime", "")
-                ).startswith("image/"):
-                    uploaded.add((m.pk, a.get("name", "")))
+    uploaded = _newest_uploaded_images(messages) if upload_images else set()
 
     def data(text: str, source: str) -> str:
         return untrusted(text, source=source, marker=marker)
@@ -175,6 +168,19 @@ def build_history(
                     )
                 )
     return _merge_consecutive_users(out)
+
+
+def _newest_uploaded_images(messages: list[Message]) -> set[tuple[int, str]]:
+    """(message id, name) of the newest images people uploaded with their messages,
+    ``uploads.MAX_IMAGES_TO_MODEL`` at most."""
+    chosen: list[tuple[int, str]] = []
+    for m in reversed(messages):
+        if m.role != Message.Role.USER:
+            continue
+        for a in reversed(m.attachments or []):
+            if str(a.get("mime", "")).startswith("image/"):
+                chosen.append((m.pk, str(a.get("name", ""))))
+    return set(chosen[: uploads.MAX_IMAGES_TO_MODEL])
 
 
 def _merge_consecutive_users(messages: list[ChatMessage]) -> list[ChatMessage]:

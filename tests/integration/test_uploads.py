@@ -86,3 +86,24 @@ def test_an_image_model_gets_the_uploaded_image_others_its_name(
     assert "notes.md" in str(messages[-1]["content"])
     stored = Message.objects.filter(role=Message.Role.USER).order_by("id").first()
     assert [a["name"] for a in stored.attachments] == [shot["name"]]
+
+
+def test_only_the_newest_uploaded_images_go_to_the_model():
+    from chat_app.services.history import _newest_uploaded_images
+    from chat_app.services.uploads import MAX_IMAGES_TO_MODEL
+
+    def msg(pk, role, names):
+        return Message(
+            pk=pk, role=role, attachments=[{"name": n, "mime": "image/png"} for n in names]
+        )
+
+    messages = [
+        msg(1, "user", ["a.png", "b.png", "c.png"]),
+        msg(2, "assistant", ["not-a-person.png"]),
+        msg(3, "user", ["d.png", "e.png"]),
+        msg(4, "user", []),
+    ]
+    messages[3].attachments = [{"name": "doc.pdf", "mime": ""}]
+    chosen = _newest_uploaded_images(messages)
+    assert MAX_IMAGES_TO_MODEL == 4
+    assert chosen == {(3, "d.png"), (3, "e.png"), (1, "c.png"), (1, "b.png")}
