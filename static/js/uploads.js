@@ -178,8 +178,10 @@ if (chat && composer && !composer.hidden && panel()) {
     for (const file of files) uploadFile(file, pastedName(file));
   });
 
-  // A turn that ends may have written files: the panel follows.
-  new MutationObserver(() => {
-    if (chat.dataset.running === "false") document.body.dispatchEvent(new Event("files-changed"));
-  }).observe(chat, { attributes: true, attributeFilter: ["data-running"] });
+  // A turn that ends may have written files: the panel follows (only when one ran here;
+  // the page also sets the state when it connects, or as its conversation is deleted).
+  new MutationObserver((records) => {
+    const ended = records.some((r) => r.oldValue === "true") && chat.dataset.running === "false";
+    if (ended) document.body.dispatchEvent(new Event("files-changed"));
+  }).observe(chat, { attributes: true, attributeFilter: ["data-running"], attributeOldValue: true });
 }
