@@ -3,7 +3,7 @@
 // Files panel's upload URL; what went in shows as a chip above the message box and is sent
 // with the next message (chat.js asks `pendingAttachments()`), so a model with image input
 // sees the images and every model reads the names. The Files panel (htmx) reloads on
-// "files-changed", after an upload and whenever a turn ends (the agent may have written).
+// "files-changed" after an upload, and with its ↻ button (files the agent wrote).
 
 const chat = document.getElementById("chat");
 const composer = document.getElementById("composer");
@@ -178,10 +178,4 @@ if (chat && composer && !composer.hidden && panel()) {
     for (const file of files) uploadFile(file, pastedName(file));
   });
 
-  // A turn that ends may have written files: the panel follows (only when one ran here;
-  // the page also sets the state when it connects, or as its conversation is deleted).
-  new MutationObserver((records) => {
-    const ended = records.some((r) => r.oldValue === "true") && chat.dataset.running === "false";
-    if (ended) document.body.dispatchEvent(new Event("files-changed"));
-  }).observe(chat, { attributes: true, attributeFilter: ["data-running"], attributeOldValue: true });
 }

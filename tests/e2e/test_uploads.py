@@ -90,4 +90,6 @@ def test_a_person_uploads_by_button_drop_and_paste_and_downloads(page, user, llm
         assert handle.read() == b"a,b\n1,2\n"
     expect(panel).to_contain_text("8 bytes")
     panel.screenshot(path="docs/screenshots/files-panel-1280.png")
+    panel.get_by_role("button", name="Refresh the file list").click()
+    expect(panel.locator(".file-link", has_text="notes-390.md").first).to_be_visible()
     page.screenshot(path="var/test-uploads-e2e.png", full_page=True)
