@@ -13,7 +13,9 @@ class ChatAppConfig(AppConfig):
     def ready(self) -> None:
         from chat_app.agent_kinds import approved_call_hold
         from chat_app.models import Agent, Provider
+        from chat_app.pages import page_panels_register
         from chat_app.services.latent import latent_execute
+        from chat_app.views_files import files_context
         from infra.maintenance import maintenance_step
         from tools_app.models import config_track
         from tools_app.registry import latent_executor_set
@@ -33,6 +35,7 @@ class ChatAppConfig(AppConfig):
         # SQLite drops a table's triggers when a migration rebuilds it: the conversation
         # search's are made again after every migrate (idempotent, no backfill).
         post_migrate.connect(_search_triggers, sender=self, dispatch_uid="chat_app.search")
+        page_panels_register("files", files_context)  # the Files panel beside the chat
 
 
 def _advance_turn(sender: object, call: Any, **kwargs: object) -> None:

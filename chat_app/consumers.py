@@ -60,7 +60,10 @@ class ConversationConsumer(SafeJsonConsumer):
                     await self.send_error("'text' must be a string")
                     return
                 await db(turns.turn_send)(
-                    user=user, conversation_id=self.conversation_id, text=text
+                    user=user,
+                    conversation_id=self.conversation_id,
+                    text=text,
+                    files=content.get("files"),
                 )
             elif action == "regenerate":
                 await db(branches.turn_regenerate)(

@@ -255,6 +255,9 @@ class Message(models.Model):
     # What the reply cost, when the provider said: {"input_tokens", "output_tokens"}, and the
     # "model" that wrote it.
     usage = models.JSONField(default=dict, blank=True)
+    # Files the person uploaded into the workspace with this message (chat_app.services.
+    # uploads): [{"name", "size", "mime"}]; images reach a model with image input.
+    attachments = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     version = models.PositiveIntegerField(default=0)
 

@@ -1,7 +1,7 @@
 from django.urls import path
 
 from chat_app import conversation_views as cv
-from chat_app import views
+from chat_app import views, views_files
 
 app_name = "chat"
 
@@ -21,4 +21,7 @@ urlpatterns = [
     path("c/import/", cv.import_page, name="import"),
     path("search/", cv.search, name="search"),
     path("s/<str:token>/", cv.shared, name="shared"),
+    path("c/<int:conversation_id>/files/", views_files.files_panel, name="files"),
+    path("c/<int:conversation_id>/files/upload/", views_files.file_upload, name="upload"),
+    path("c/<int:conversation_id>/files/<path:path>", views_files.file_download, name="file"),
 ]

@@ -344,10 +344,58 @@ MCP_SERVERS_VENV = envpath("MCP_SERVERS_VENV", VAR_DIR / "mcp-venv")
 MCP_RATE_LIMIT_PER_MINUTE = envint("MCP_RATE_LIMIT_PER_MINUTE", 120, minimum=1)
 # Active (unrevoked) API tokens a user may hold; creating one more is refused.
 API_TOKENS_PER_USER = envint("API_TOKENS_PER_USER", 20, minimum=1)
+# Files people upload into a conversation's workspace (chat_app/services/uploads.py): the
+# largest one (MB) and the extensions accepted ("*": any).
+UPLOAD_MAX_BYTES = envint("UPLOAD_MAX_MB", 20, minimum=1) * 1024 * 1024
+UPLOAD_ALLOWED_TYPES = [
+    t.lower().lstrip(".")
+    for t in envlist(
+        "UPLOAD_ALLOWED_TYPES",
+        [
+            "txt",
+            "md",
+            "csv",
+            "tsv",
+            "json",
+            "jsonl",
+            "yaml",
+            "yml",
+            "xml",
+            "html",
+            "log",
+            "pdf",
+            "docx",
+            "xlsx",
+            "pptx",
+            "odt",
+            "ods",
+            "png",
+            "jpg",
+            "jpeg",
+            "gif",
+            "webp",
+            "py",
+            "js",
+            "ts",
+            "sql",
+            "sh",
+            "zip",
+            "tar",
+            "gz",
+        ],
+    )
+]
+# An uploaded image larger than this reaches a model with image input as its name only.
+UPLOAD_MAX_IMAGE_TO_MODEL_BYTES = 5 * 1024 * 1024
 # The largest HTTP request body any request may send (infra/body_limit.py): larger ones
 # are answered 413 before they are held in memory. Above Django's own form limits (2.5 MB in
 # memory, then spooled to disk) and the OpenAPI document upload.
-MAX_REQUEST_BODY_BYTES = envint("MAX_REQUEST_BODY_BYTES", 32 * 1024 * 1024, minimum=1024 * 1024)
+# And above the upload limit.
+MAX_REQUEST_BODY_BYTES = envint(
+    "MAX_REQUEST_BODY_BYTES",
+    max(32 * 1024 * 1024, UPLOAD_MAX_BYTES + 1024 * 1024),
+    minimum=1024 * 1024,
+)
 AGENT_MAX_ROUNDS = envint("AGENT_MAX_ROUNDS", 10, minimum=1)
 # The largest chat message (and websocket frame) accepted; bigger ones get a clear error.
 CHAT_MAX_MESSAGE_BYTES = envint("CHAT_MAX_MESSAGE_BYTES", 256 * 1024, minimum=1024)

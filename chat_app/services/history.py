@@ -11,6 +11,7 @@ untrusted-data markers (``tools_app.untrusted``).
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -20,11 +21,21 @@ from chat_app.fallback import format_tool_results
 from chat_app.models import Conversation, Message
 from chat_app.providers import ChatMessage, ImagePart, ToolCallRequest
 from chat_app.selectors import turn_tree
+from chat_app.services import uploads
 from tools_app import selectors
 from tools_app.models import ToolCall
 from tools_app.untrusted import marker_id, untrusted
 
-_MESSAGE_FIELDS = ("id", "role", "origin", "content", "state", "fallback", "created_at")
+_MESSAGE_FIELDS = (
+    "id",
+    "role",
+    "origin",
+    "content",
+    "state",
+    "fallback",
+    "attachments",
+    "created_at",
+)
 _CALL_FIELDS = ("id", "message_id", "index", "tool", "raw_arguments", "call_id", "result")
 UNFINISHED = {"success": False, "error": "this call did not finish (the turn was stopped)"}
 
@@ -43,9 +54,12 @@ def build_history(
     native: bool,
     exclude_message_id: int | None = None,
     images: bool = False,
+    upload_images: bool = False,
 ) -> list[ChatMessage]:
     """``images``: attach the images of the latest tool round (screenshots) for a model with
-    image input; older ones stay paths in their results, to keep requests small."""
+    image input; older ones stay paths in their results, to keep requests small.
+    ``upload_images``: attach the images people uploaded with their messages (the newest
+    few, ``uploads.MAX_IMAGES_TO_MODEL``); every model reads the uploaded files' names."""
     # Every model round runs this: only the columns the history needs, and the calls in one
     # unordered query grouped here (Django's prefetch machinery and an ORDER BY over
     # ToolCall's many columns cost more Python than the queries take).
@@ -74,6 +88,8 @@ def build_history(
     )
 
     marker = marker_id(conversation.pk)
+    # The newest uploaded images go to the model; older ones stay names in the text.
+    uploaded = _newest_uploaded_images(messages) if upload_images else set()
 
     def data(text: str, source: str) -> str:
         return untrusted(text, source=source, marker=marker)
@@ -92,7 +108,15 @@ def build_history(
             if message.origin == Message.Origin.SUBAGENT:
                 # Written by another model that read who knows what: data, not the user.
                 content = "A subagent's answer arrived:\n" + data(content, "a subagent's answer")
-            out.append(ChatMessage(role="user", content=content))
+            files = message.attachments or []
+            content += uploads.attachment_note(files)
+            shown = []
+            for a in files:
+                if (message.pk, a.get("name", "")) in uploaded:
+                    mime, raw = uploads.attachment_image(conversation, a)
+                    if mime:
+                        shown.append(ImagePart(mime_type=mime, data=base64.b64encode(raw).decode()))
+            out.append(ChatMessage(role="user", content=content, images=shown))
             if calls:  # a slash command: tell the model what the user ran and what came back
                 lines = [
                     f"[I ran the tool {c.tool} directly with arguments "
@@ -148,6 +172,19 @@ def build_history(
                     )
                 )
     return _merge_consecutive_users(out)
+
+
+def _newest_uploaded_images(messages: list[Message]) -> set[tuple[int, str]]:
+    """(message id, name) of the newest images people uploaded with their messages,
+    ``uploads.MAX_IMAGES_TO_MODEL`` at most."""
+    chosen: list[tuple[int, str]] = []
+    for m in reversed(messages):
+        if m.role != Message.Role.USER:
+            continue
+        for a in reversed(m.attachments or []):
+            if str(a.get("mime", "")).startswith("image/"):
+                chosen.append((m.pk, str(a.get("name", ""))))
+    return set(chosen[: uploads.MAX_IMAGES_TO_MODEL])
 
 
 def _merge_consecutive_users(messages: list[ChatMessage]) -> list[ChatMessage]:

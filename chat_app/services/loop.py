@@ -267,7 +267,11 @@ def _build_request(plan: RoundPlan, turn: Turn) -> None:
     plan.specs = tool_specs(plan.tools, strict=True) if plan.native and plan.tools else None
     images = plan.provider.image_input and selectors.images_to_model_enabled()
     plan.history = build_history(
-        turn.conversation, native=plan.native, exclude_message_id=plan.message_id, images=images
+        turn.conversation,
+        native=plan.native,
+        exclude_message_id=plan.message_id,
+        images=images,
+        upload_images=plan.provider.image_input,
     )
 
 

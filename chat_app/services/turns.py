@@ -23,6 +23,7 @@ from chat_app.models import Conversation, Message, Turn
 from chat_app.services.agents import agent_for_conversation
 from chat_app.services.slash import slash_run
 from chat_app.services.titles import DEFAULT_TITLE, title_from
+from chat_app.services.uploads import clean_attachments
 from chat_app.signals import turn_finished, turn_stopping
 from infra.celery_app import app as celery_app
 from tools_app.models import ToolCall
@@ -80,6 +81,7 @@ def turn_start(
     origin: str = "",
     scope: list[str] | None = None,
     branch_of: Turn | None = None,
+    attachments: list[dict[str, Any]] | None = None,
 ) -> Turn | None:
     """Store the user's message and queue the turn's first round. ``branch_of``: a turn this
     one stands beside (an edited or regenerated message, chat_app.services.branches).
@@ -138,7 +140,11 @@ def turn_start(
     if branch_of is not None:
         turn.branch_from(branch_of)
     message = Message(
-        conversation=conversation, role=Message.Role.USER, content=text, origin=origin
+        conversation=conversation,
+        role=Message.Role.USER,
+        content=text,
+        origin=origin,
+        attachments=attachments or [],
     )
     with transaction.atomic():
         turn.save()
@@ -283,9 +289,15 @@ def _owned_conversation(user: Any, conversation_id: int) -> Conversation:
     return conversation
 
 
-def turn_send(*, user: Any, conversation_id: int, text: str) -> Turn | None:
+def turn_send(*, user: Any, conversation_id: int, text: str, files: Any = None) -> Turn | None:
+    """``files``: workspace names the person uploaded for this message (checked here)."""
     conversation = _owned_conversation(user, conversation_id)
-    return turn_start(conversation=conversation, user_id=conversation.owner_id, text=text)
+    return turn_start(
+        conversation=conversation,
+        user_id=conversation.owner_id,
+        text=text,
+        attachments=clean_attachments(conversation, files) if files else None,
+    )
 
 
 def turn_stop_current(*, user: Any, conversation_id: int) -> None:

@@ -15,6 +15,7 @@ import {
   upsert,
 } from "./cards.js";
 import { enhance, installMessageActions } from "./messages.js";
+import { clearAttachments, pendingAttachments } from "./uploads.js";
 
 const chat = document.getElementById("chat");
 const messages = document.getElementById("messages");
@@ -183,7 +184,12 @@ function connect() {
 const maxBytes = Number(chat.dataset.maxBytes || 0);
 
 function send() {
-  const text = input.value.trim();
+  const files = pendingAttachments();
+  if (files === null) {
+    showError("Wait for the upload to finish.");
+    return;
+  }
+  const text = input.value.trim() || (files.length ? `(attached: ${files.join(", ")})` : "");
   if (!text || (running && !waiting)) return;
   const size = new TextEncoder().encode(text).length;
   if (maxBytes && size > maxBytes) {
@@ -197,8 +203,9 @@ function send() {
     return;
   }
   showError("");
-  socket.send(JSON.stringify({ action: "send", text }));
+  socket.send(JSON.stringify({ action: "send", text, files }));
   input.value = "";
+  clearAttachments();
 }
 
 form.addEventListener("submit", (event) => {

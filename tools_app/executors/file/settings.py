@@ -21,6 +21,32 @@ class FileSettings(SandboxedSettings):
         description="Larger writes are refused; larger reads are cut with a notice (bytes).",
     )
 
+    upload_max_mb: int = Field(
+        0,
+        ge=0,
+        le=1024,
+        description="Largest file a person may upload into a conversation's workspace (MB); "
+        "0: the UPLOAD_MAX_MB setting. Never above MAX_REQUEST_BODY_BYTES.",
+    )
+    upload_allowed_types: list[str] = Field(
+        default_factory=list,
+        description="File extensions people may upload, one per line ('*': any); "
+        "empty: the UPLOAD_ALLOWED_TYPES setting.",
+    )
+
+    @field_validator("upload_allowed_types")
+    @classmethod
+    def _extensions(cls, value: list[str]) -> list[str]:
+        out = []
+        for raw in value:
+            ext = raw.strip().lower().lstrip(".")
+            if not ext:
+                continue
+            if ext != "*" and not ext.replace("-", "").replace("_", "").isalnum():
+                raise ValueError(f"{raw!r} is not a file extension (e.g. csv, or * for any)")
+            out.append(ext)
+        return out
+
     @field_validator("allowed_paths")
     @classmethod
     def _relative_paths(cls, value: list[str]) -> list[str]:
