@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('chat_app', '0011_conversation_audit_permission'),
+        ('chat_app', '0018_conversation_share'),
     ]
 
     operations = [
