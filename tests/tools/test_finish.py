@@ -42,8 +42,9 @@ def test_a_finished_call_has_one_complete_audit_record(conversation: Any) -> Non
 
 
 def test_a_call_without_a_user_or_conversation_is_recorded_with_blanks(user: Any) -> None:
+    # Nobody to check grants for: refused (nothing is granted to no one), and recorded.
     call = run_tool("current_time", user=None, timezone="UTC")
-    ok(call)
+    assert (call.status, call.policy_verdict) == ("denied", "not_granted")
     record = AuditRecord.objects.get(tool_call=call, kind=AuditRecord.Kind.CALL)
     assert (record.username, record.conversation_title) == ("", "")
     assert record.user_id is None and record.conversation_id is None
