@@ -4,6 +4,8 @@ it with a note, and the member's card updates live."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.contrib.auth.models import Group
 from playwright.sync_api import expect
@@ -76,3 +78,31 @@ def test_an_approver_approves_a_members_call_from_the_approvals_page(
     call = ToolCall.objects.get(tool="current_time")
     assert call.decided_by == other_user
     assert AuditRecord.objects.filter(kind="approval", tool_call=call, username="bob").exists()
+
+
+def test_a_call_nobody_decides_expires_and_the_members_card_says_so(page, user, llm, provider):
+    """Left alone, a waiting call is denied by the server's own maintenance loop once it is
+    older than APPROVAL_TIMEOUT_MINUTES; the member's card and the model see why."""
+    leads = Group.objects.create(name="leads")
+    config = ToolFunctionConfig.objects.create(name="current_time", approval_mode="approver")
+    config.approver_groups.set([leads])
+    llm.script(
+        Reply(calls=[Call("current_time", {"timezone": "Europe/Paris"})]),
+        Reply(text="Nobody approved the clock, sorry."),
+    )
+    login(page, "alice", "alice-password-1")
+    wait_connected(page)
+    page.get_by_label("Message").fill("What time is it in Paris?")
+    page.get_by_role("button", name="Send").click()
+    card = page.locator(".toolcall", has=page.locator(".tool-name", has_text="current_time"))
+    expect(card.locator(".approval-waiting")).to_have_text("Waiting for approval by: leads")
+    # Nobody decides: make the call 31 minutes old instead of waiting half an hour.
+    call = ToolCall.objects.get(tool="current_time")
+    ToolCall.objects.filter(pk=call.pk).update(created_at=call.created_at - timedelta(minutes=31))
+    expect(card.locator(".status-word")).to_have_text("denied", timeout=30_000)
+    expect(card.locator(".toolcall-error")).to_have_text("approval expired after 30 min")
+    expect(card.locator(".approval-waiting")).to_have_count(0)
+    expect(page.get_by_text("Nobody approved the clock, sorry.")).to_be_visible()
+    call.refresh_from_db()
+    assert call.status == "denied" and call.decided_by is None
+    assert AuditRecord.objects.filter(tool_call=call, kind="approval").exists()
