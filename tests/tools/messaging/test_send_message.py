@@ -182,7 +182,10 @@ def test_ssrf_to_loopback_is_denied_without_an_admins_exception(user, receiver):
         "http://2130706433/",  # 127.0.0.1 as one number
     ],
 )
-def test_ssrf_to_metadata_and_loopback_spellings_is_denied(user, url):
+def test_ssrf_to_metadata_and_loopback_spellings_is_denied(user, url, fake_dns):
+    # The name is mapped to the metadata address as a cloud resolver would: a name that does
+    # not resolve at all is a network failure, not a policy decision.
+    fake_dns["metadata.google.internal"] = ["169.254.169.254"]
     configure("messaging", webhooks=[f"evil={url}"], private_allowed=["metadata.google.internal"])
     call = run_tool("send_message", user=user, channel="webhook", chat_id="evil", text="x")
     assert call.status == "denied", (url, call.status, call.error)
