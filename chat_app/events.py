@@ -7,6 +7,7 @@ from typing import Any
 from django.template.loader import render_to_string
 
 from chat_app.models import Conversation, Message, Turn
+from chat_app.turn_tree import turn_tree
 from infra.events import apublish_in_order, conversation_group, publish
 
 
@@ -17,8 +18,6 @@ def message_event(message: Message, calls: list[Any] | None = None) -> dict[str,
         calls = list(message.tool_calls.all()) if message.pk else []
     if message.role == Message.Role.USER and message.turn_id is not None:
         # An edited or regenerated message shows its branch switcher ("‹ 2/2 ›").
-        from chat_app.selectors import turn_tree
-
         tree = turn_tree(message.conversation_id)
         message.branch = tree.branch_info(message.turn_id)  # type: ignore[attr-defined]
     return {

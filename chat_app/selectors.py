@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Prefetch, QuerySet
@@ -10,6 +9,7 @@ from django.template.loader import render_to_string
 
 from chat_app.agent_kinds import latest_plan_html
 from chat_app.models import Conversation, Message, Turn
+from chat_app.turn_tree import BranchInfo, TurnTree, turn_tree  # noqa: F401  (re-exported)
 from tools_app.models import ToolCall
 from tools_app.services.audit import AUDIT_CONVERSATIONS_PERMISSION
 
@@ -48,80 +48,6 @@ def conversation_for_viewer(user: Any, conversation_id: int) -> Conversation | N
     if may_read_others_conversations(user):
         return Conversation.objects.select_related("owner").filter(pk=conversation_id).first()
     return conversation_for(user, conversation_id)
-
-
-@dataclass(frozen=True)
-class BranchInfo:
-    """Where a turn stands among its siblings: ``index`` of ``count`` (1-based)."""
-
-    index: int
-    count: int
-    previous: int | None
-    next: int | None
-
-
-@dataclass
-class TurnTree:
-    order: list[int]  # every turn, oldest first
-    parent: dict[int, int | None]
-    path: list[int]  # the shown path, first turn first
-    at: dict[int, Any]  # when each was started, or last chosen
-    children: dict[int | None, list[int]]  # oldest first; None: the first turns
-
-    def latest_leaf(self, start: int) -> int:
-        """From ``start`` down, the child last started or chosen at each step: the branch as
-        it was last seen."""
-        node = start
-        while True:
-            children = self.children.get(node)
-            if not children:
-                return node
-            node = max(children, key=lambda t: (self.at[t], t))
-
-    def siblings(self, turn_id: int) -> list[int]:
-        return self.children.get(self.parent.get(turn_id), [])
-
-    def branch_info(self, turn_id: int) -> BranchInfo | None:
-        siblings = self.siblings(turn_id)
-        if len(siblings) < 2:
-            return None
-        i = siblings.index(turn_id)
-        return BranchInfo(
-            index=i + 1,
-            count=len(siblings),
-            previous=siblings[i - 1] if i > 0 else None,
-            next=siblings[i + 1] if i + 1 < len(siblings) else None,
-        )
-
-    def is_linear(self) -> bool:
-        return len(self.path) == len(self.order)
-
-
-def turn_tree(conversation_id: int) -> TurnTree:
-    rows = list(
-        Turn.objects.filter(conversation_id=conversation_id)
-        .order_by("started_at", "id")
-        .values_list("id", "parent_id", "started_at", "chosen_at")
-    )
-    parent: dict[int, int | None] = {row[0]: row[1] for row in rows}
-    children: dict[int | None, list[int]] = {}
-    for row in rows:
-        children.setdefault(row[1], []).append(row[0])
-    path: list[int] = []
-    if rows:
-        head = max(rows, key=lambda r: (r[3] or r[2], r[0]))[0]  # as turn_head_id
-        node: int | None = head
-        while node is not None and node not in path:
-            path.append(node)
-            node = parent.get(node)
-        path.reverse()
-    return TurnTree(
-        order=[r[0] for r in rows],
-        parent=parent,
-        path=path,
-        at={r[0]: r[3] or r[2] for r in rows},
-        children=children,
-    )
 
 
 def shown_messages(conversation_id: int, messages: list[Message]) -> list[Message]:
