@@ -14,19 +14,8 @@ from chat_app.models import Agent, Provider
 from tools_app.selectors import registered_tools
 from tools_app.services.audit import audit_settings_change
 
-_PROVIDER_AUDITED = (
-    "name",
-    "kind",
-    "base_url",
-    "model",
-    "allowed_models",
-    "native_tools",
-    "image_input",
-    "timeout_seconds",
-    "max_retries",
-    "retry_backoff_seconds",
-    "is_default",
-)
+# What the audit records of a provider change: the fields its page edits (the key apart).
+_PROVIDER_AUDITED = tuple(ProviderPageForm.Meta.fields)
 _AGENT_AUDITED = (
     "name",
     "description",
