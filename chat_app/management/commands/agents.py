@@ -3,34 +3,21 @@ so a team can keep them in git."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-from typing import Any
-
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from chat_app.services.agents import AgentImportError, agents_export, agents_import
+from infra.yaml_command import YamlFileCommand
 
 
-class Command(BaseCommand):
+class Command(YamlFileCommand):
     help = "Import or export agent profiles as YAML."
 
-    def add_arguments(self, parser: Any) -> None:
-        parser.add_argument("action", choices=["import", "export"])
-        parser.add_argument("path", nargs="?", help="YAML file ('-' or nothing: stdin/stdout)")
+    def export_text(self) -> str:
+        return agents_export()
 
-    def handle(self, *args: Any, action: str, path: str | None, **options: Any) -> None:
-        if action == "export":
-            text = agents_export()
-            if path and path != "-":
-                Path(path).write_text(text)
-                self.stdout.write(f"wrote {path}")
-            else:
-                self.stdout.write(text, ending="")
-            return
-        source = sys.stdin.read() if not path or path == "-" else Path(path).read_text()
+    def import_text(self, source: str, path: str | None) -> str:
         try:
             saved = agents_import(source)
         except AgentImportError as exc:
             raise CommandError(str(exc)) from exc
-        self.stdout.write(f"imported {len(saved)} agent(s): {', '.join(a.name for a in saved)}")
+        return f"imported {len(saved)} agent(s): {', '.join(a.name for a in saved)}"
