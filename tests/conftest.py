@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import Any
 
 import pytest
 from django.conf import settings
+from django.core.management.base import CommandError
 from django.db import DatabaseError, connection
 
 from tests.helpers import require, wait_for
@@ -117,6 +119,35 @@ def _everyone_granted_everything(request: pytest.FixtureRequest) -> Iterator[Non
 @pytest.fixture(scope="session")
 def mode() -> str:
     return settings.MODE
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _flush_retries_a_deadlock() -> Iterator[None]:
+    """A transactional test ends with Django's flush (one TRUNCATE of every table). In the
+    distributed pass the shared worker and runner processes keep working between tests (a
+    call a test dispatched and did not wait for, a runner's beat), and PostgreSQL may pick the
+    TRUNCATE as a deadlock's victim: the flush failed and the next test found the last one's
+    rows. A deadlock victim's transaction was rolled back whole, so trying again is safe."""
+    from django.core.management.commands import flush
+
+    original = flush.Command.handle
+
+    def handle(self: Any, **options: Any) -> Any:
+        for attempt in range(5):
+            try:
+                return original(self, **options)
+            except CommandError as exc:
+                cause = exc.__cause__
+                if attempt == 4 or "deadlock" not in str(cause).lower():
+                    raise
+                time.sleep(0.2 * (attempt + 1))
+        return None
+
+    flush.Command.handle = handle  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        flush.Command.handle = original  # type: ignore[method-assign]
 
 
 @pytest.fixture(scope="session")

@@ -107,6 +107,8 @@ def test_the_test_button_is_for_admins_who_may_use_everything(worker, member, st
     client.post(url, {"arg-raw_json__": '{"timezone": "UTC"}'})
     call = ToolCall.objects.get()
     assert call.source == "test" and call.policy_verdict == "allowed", call.error
+    # The worker runs it after the response: let it end before the test's data goes.
+    wait_for(lambda: ToolCall.objects.get(pk=call.pk).status == "succeeded")
 
 
 def test_an_mcp_token_is_refused_once_its_owner_leaves_the_group(app_server, member):
