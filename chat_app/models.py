@@ -136,6 +136,14 @@ class Turn(models.Model):
         CANCELLED = "cancelled", "cancelled"
         LIMITED = "limited", "stopped at the round limit"
 
+    class Source(models.TextChoices):
+        """What started the turn (a slash command is a ``kind``, whoever sent it)."""
+
+        CHAT = "chat", "chat page"
+        SCHEDULE = "schedule", "schedule"
+        SUBAGENT = "subagent", "subagent"
+        API = "api", "API"
+
     class Phase(models.TextChoices):
         MODEL = "model", "waiting for the model"
         STREAMING = "streaming", "model is answering"
@@ -148,6 +156,7 @@ class Turn(models.Model):
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="turns")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
     kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.CHAT)
+    source = models.CharField(max_length=10, choices=Source.choices, default=Source.CHAT)
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.RUNNING)
     phase = models.CharField(max_length=12, choices=Phase.choices, default=Phase.MODEL)
     round = models.PositiveIntegerField(default=0)

@@ -313,7 +313,7 @@ def schedule_claim(schedule: Schedule, *, now: datetime) -> bool:
 
 def schedule_fire(schedule: Schedule) -> None:
     """Run the schedule's message as a turn of its owner (never waits for the turn)."""
-    from chat_app.models import Conversation, Message
+    from chat_app.models import Conversation, Message, Turn
     from chat_app.services.turns import TurnError, turn_start
 
     conversation = None
@@ -335,6 +335,7 @@ def schedule_fire(schedule: Schedule) -> None:
             text=schedule.message,
             model=schedule.model,
             origin=Message.Origin.SCHEDULE,
+            source=Turn.Source.SCHEDULE,
             scope=schedule.tool_scope,
         )
     except TurnError as exc:

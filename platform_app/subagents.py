@@ -135,6 +135,7 @@ def subagent_spawn(
                 model=spec.model,
                 max_rounds=max_rounds,
                 origin=Message.Origin.TASK,
+                source=Turn.Source.SUBAGENT,
                 scope=scope,
             )
         except TurnError as exc:

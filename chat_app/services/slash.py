@@ -50,6 +50,7 @@ def slash_run(
     user_id: int,
     text: str,
     origin: str = "",
+    source: str = Turn.Source.CHAT,
     scope: list[str] | None = None,
     branch_of: Turn | None = None,
 ) -> Turn | None:
@@ -79,6 +80,7 @@ def slash_run(
                 conversation=conversation,
                 user_id=user_id,
                 kind=Turn.Kind.SLASH,
+                source=source,
                 phase=Turn.Phase.TOOLS,
                 tool_scope=scope,
             )

@@ -79,6 +79,7 @@ def turn_start(
     model: str = "",
     max_rounds: int | None = None,
     origin: str = "",
+    source: str = Turn.Source.CHAT,
     scope: list[str] | None = None,
     branch_of: Turn | None = None,
     attachments: list[dict[str, Any]] | None = None,
@@ -88,7 +89,8 @@ def turn_start(
     ``model``, ``max_rounds``,
     ``origin`` and ``scope`` are for turns the platform starts (a schedule firing, a
     subagent): ``scope`` is the tool list of the call that started it (``ToolCall.scope``),
-    which every call of the turn binds within, a ``/`` message's included."""
+    which every call of the turn binds within, a ``/`` message's included. ``source``: what
+    started the turn (``Turn.Source``), kept on the turn for the audit and usage figures."""
     text = text.strip()
     if not text:
         raise TurnError("the message is empty")
@@ -118,6 +120,7 @@ def turn_start(
             user_id=user_id,
             text=text,
             origin=origin,
+            source=source,
             scope=scope,
             branch_of=branch_of,
         )
@@ -132,6 +135,7 @@ def turn_start(
         conversation=conversation,
         user_id=user_id,
         kind=Turn.Kind.CHAT,
+        source=source,
         max_rounds=max_rounds or agent.max_rounds or settings.AGENT_MAX_ROUNDS,
         model=model,
         tool_scope=scope,

@@ -60,6 +60,7 @@ def test_the_models_call_of_a_tool_not_granted_is_refused(worker, member, llm, p
     llm.script(Reply(calls=[Call("shell_exec", {"command": "id"})]), Reply(text="done"))
     turn = wait_turn(turn_start(conversation=conversation, user_id=member.pk, text="go").pk)
     assert turn.status == "succeeded", turn.error
+    assert turn.source == "chat"
     assert_not_granted(ToolCall.objects.get(turn=turn), "shell_exec")
     # The model was offered only what alice may use.
     offered = {t["function"]["name"] for t in llm.requests[0]["tools"]}
@@ -84,6 +85,7 @@ def test_a_subagent_runs_with_its_parents_grants(worker, member, llm, provider):
     subagent = Subagent.objects.get()
     turn = wait_turn(wait_for(lambda: Subagent.objects.get(pk=subagent.pk).turn_id))
     assert_not_granted(ToolCall.objects.get(turn=turn), "shell_exec")
+    assert turn.source == "subagent" and turn.kind == "slash"
 
 
 def test_a_schedule_runs_with_its_owners_grants_when_it_fires(worker, member, llm, provider):
@@ -94,6 +96,7 @@ def test_a_schedule_runs_with_its_owners_grants_when_it_fires(worker, member, ll
     assert schedules_fire_due(now=timezone.now() + timedelta(days=2)) == 1
     turn = wait_turn(Schedule.objects.get().last_turn_id)
     assert_not_granted(ToolCall.objects.get(turn=turn), "shell_exec")
+    assert turn.source == "schedule"
 
 
 def test_the_test_button_is_for_admins_who_may_use_everything(worker, member, staff_user, client):
