@@ -79,6 +79,9 @@ class _Warm:
     dir_id: str = ""
 
 
+CREATE_DEADLINE_SECONDS = 30.0
+
+
 def container_name(workspace_id: str, network: bool, namespace: str = "1") -> str:
     """Deterministic, docker-safe name; a hash keeps distinct ids distinct after cleaning.
     A namespace other than the default "1" keeps deployments sharing an engine apart (their
@@ -189,7 +192,10 @@ class ContainerPool:
     def _find_or_create(self, name: str, workspace_id: str, workspace: Path, network: bool) -> str:
         import docker.errors
 
-        for _ in range(10):
+        # Other processes may be creating, starting or removing the same name: go round until
+        # one container stands (a busy engine takes seconds to remove one), within a deadline.
+        deadline = time.monotonic() + CREATE_DEADLINE_SECONDS
+        while time.monotonic() < deadline:
             with self.errors():
                 try:
                     info = self.api.inspect_container(name)
@@ -215,6 +221,7 @@ class ContainerPool:
                     )["Id"]
                 except docker.errors.APIError as exc:
                     if exc.status_code == 409:  # another process won the race: use theirs
+                        time.sleep(0.02)
                         continue
                     raise
                 self._start(cid)
