@@ -27,8 +27,11 @@ setup: $(BIN)/.installed
 	$(BIN)/python manage.py migrate --noinput -v 0
 	$(BIN)/python manage.py ensure_admin
 
-## the whole suite: everything in embedded mode, then the mode-sensitive tests distributed
-test: test-embedded test-distributed
+## the whole suite: everything in embedded mode and the mode-sensitive tests distributed, the two
+## passes side by side (each prints its report when it ends)
+test: $(BIN)/.installed
+	@echo "make test: the embedded and distributed passes run side by side; each prints when it ends"
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-embedded test-distributed
 
 test-embedded: $(BIN)/.installed
 	env -u REDIS_URL -u DATABASE_URL CC_VAR_DIR=var/test-embedded \
@@ -37,8 +40,11 @@ test-embedded: $(BIN)/.installed
 # DB_POOL=false for the pytest process only: it runs an event loop (and threads) per test, and a
 # pooled connection held by a thread that dies is never returned. The app processes the tests
 # start use the pool, as in production (tests/conftest.py child_env).
+# SANDBOX_UID: its own sandbox user, so the two passes running side by side never share the
+# per-user process limit (RLIMIT_NPROC counts every process of a uid on the host: one pass's
+# fork-bomb test would starve the other's sandboxes).
 test-distributed: $(BIN)/.installed
-	CC_VAR_DIR=var/test-distributed REDIS_URL=$(TEST_REDIS_URL) DB_POOL=false \
+	CC_VAR_DIR=var/test-distributed REDIS_URL=$(TEST_REDIS_URL) DB_POOL=false SANDBOX_UID=10002 \
 		DATABASE_URL=$(TEST_DATABASE_URL) $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 ## distributed mode (REDIS_URL=... for each): the web process is `make run`; add these

@@ -6,6 +6,7 @@ import os
 import time
 
 import pytest
+from django.conf import settings
 
 from tests.sandbox import ALL
 from tests.sandbox.conftest import Box
@@ -70,7 +71,7 @@ def test_it_shares_the_workspace_with_the_host(box: Box) -> None:
     written = box.dir / "from-sandbox.txt"
     assert written.read_text() == "sandbox\n"
     if box.name != "none" and os.geteuid() == 0:
-        assert written.stat().st_uid == 10001  # a real unprivileged uid, not root
+        assert written.stat().st_uid == settings.SANDBOX_UID  # a real unprivileged uid, not root
 
 
 def test_it_streams_output_in_order_while_running(box: Box) -> None:

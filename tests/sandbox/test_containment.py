@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 
 from tests.sandbox import ISOLATED
 from tests.sandbox.conftest import Box
@@ -217,7 +218,7 @@ def test_it_reaches_the_network_only_when_asked(
 def test_it_never_runs_as_root(box: Box) -> None:
     result = box.sh("id -u; id -g; grep -E '^(CapEff|CapPrm|NoNewPrivs)' /proc/self/status")
     lines = result.stdout.split()
-    assert lines[0] == lines[1] == "10001"
+    assert lines[0] == lines[1] == str(settings.SANDBOX_UID)
     status = dict(zip(lines[2::2], lines[3::2], strict=True))
     assert status["CapEff:"] == status["CapPrm:"] == "0000000000000000"
     assert status["NoNewPrivs:"] == "1"

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 
 from tests.sandbox.conftest import IMAGE, TEST_LABEL, Box
 from tools_app.sandbox.base import ExecRequest, SandboxError
@@ -133,7 +134,7 @@ def test_it_reaps_idle_containers_but_not_busy_ones(docker_box: Box) -> None:
 def test_it_hardens_the_container(docker_box: Box) -> None:
     info = _inspect(docker_box, docker_box.run("true").sandbox_id)
     host = info["HostConfig"]
-    assert info["Config"]["User"] == "10001:10001"
+    assert info["Config"]["User"] == f"{settings.SANDBOX_UID}:{settings.SANDBOX_UID}"
     assert host["CapDrop"] == ["ALL"]
     assert host["SecurityOpt"] == ["no-new-privileges"]
     assert host["ReadonlyRootfs"] is True

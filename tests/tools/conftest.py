@@ -41,7 +41,7 @@ from tools_app.services.execution import toolcall_execute
 DOCKER = pytest.param("docker", marks=pytest.mark.docker)
 ISOLATED = [DOCKER, "bubblewrap"]
 SANDBOXED_GROUPS = ("file", "shell", "dev")
-SANDBOX_UID = 10001
+SANDBOX_UID = settings.SANDBOX_UID
 
 _ID_BASE = random.SystemRandom().randrange(10**8, 9 * 10**8)
 _SLOTS = {"docker": 0, "bubblewrap": 1, "none": 2, "http": 3}
@@ -82,7 +82,7 @@ def use_backend(backend: str, **extra: dict[str, Any]) -> None:
 
 
 def _ensure_searchable(path: Path) -> None:
-    """bubblewrap runs as uid 10001, which must be able to walk down to each workspace."""
+    """bubblewrap runs as the sandbox uid, which must be able to walk down to each workspace."""
     for directory in [path, *path.parents]:
         mode = directory.stat().st_mode
         if not mode & stat.S_IXOTH:

@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 import pytest
+from django.conf import settings
 
 from chat_app.models import Turn
 from chat_app.services.turns import turn_start
@@ -66,7 +67,7 @@ def test_it_fails_with_the_exit_code_and_both_streams(tools: Tools) -> None:
 def test_it_runs_in_the_workspace_as_the_sandbox_user(tools: Tools) -> None:
     (tools.workspace / "here.txt").write_text("x")
     call = tools.sh("pwd; id -u; ls")
-    assert call.result["stdout"].split() == ["/workspace", "10001", "here.txt"]
+    assert call.result["stdout"].split() == ["/workspace", str(settings.SANDBOX_UID), "here.txt"]
 
 
 def test_it_reports_a_timeout_with_the_output_so_far(tools: Tools) -> None:
