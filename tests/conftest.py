@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -119,6 +120,20 @@ def _everyone_granted_everything(request: pytest.FixtureRequest) -> Iterator[Non
 @pytest.fixture(scope="session")
 def mode() -> str:
     return settings.MODE
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _fresh_workspaces() -> None:
+    """Each test session starts with no workspaces. Ids restart with each test database, so a
+    conversation's workspace of an earlier run (an upload, a git repository, files of another
+    sandbox uid) would otherwise meet a test of this run under the same name."""
+    workspaces = Path(settings.WORKSPACES_DIR)
+    if workspaces.is_dir() and workspaces.parent.name.startswith("test-"):
+        for entry in workspaces.iterdir():
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
 
 
 @pytest.fixture(scope="session", autouse=True)
