@@ -101,6 +101,8 @@ def test_message_actions(browser, app_server, user, llm, provider, size):
         # The model switcher: the next answer comes from the model picked.
         page.locator("#model-choice").select_option(label="big-model")
         expect(page.locator("#model-bar")).to_contain_text("used from the next reply on")
+        box = page.locator("#model-choice").bounding_box()  # the note never squeezes it away
+        assert box is not None and box["width"] > 120, box
         docs_shot(page, f"model-switcher-{width}")
         _send(page, "Which model are you?")
         last = page.locator(".message.role-assistant").last
