@@ -27,7 +27,8 @@ from tests.e2e.conftest import login, wait_connected
 from tests.llm_server import Call, Reply
 from tools_app.models import AuditRecord
 
-pytestmark = [pytest.mark.e2e]
+# grants: the pages show what a fresh install grants (Everyone: the low-risk tools only).
+pytestmark = [pytest.mark.e2e, pytest.mark.grants]
 
 OUT = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 SIZES = {"1280": {"width": 1280, "height": 800}, "390": {"width": 390, "height": 844}}
