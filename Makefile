@@ -65,10 +65,14 @@ bench: $(BIN)/.installed
 	$(BIN)/pip install -q -e '.[dev,bench]'
 	$(BIN)/python -m bench
 
-## docs/screenshots/*: every page at 1280 and 390 px wide, for docs/GALLERY.md
+## docs/screenshots/*: every page at 1280 and 390 px wide, for docs/GALLERY.md (the gallery,
+## and the e2e tests that shoot their pages for the docs: tests/e2e/conftest.py docs_shot)
+SCREENSHOT_TESTS := tests/e2e/gallery.py tests/e2e/test_conversations.py tests/e2e/test_messages.py \
+	tests/e2e/test_uploads.py tests/e2e/test_approvals.py tests/e2e/test_admin_pages.py \
+	tests/e2e/test_self_service.py tests/e2e/test_people.py
 screenshots: $(BIN)/.installed
-	env -u REDIS_URL -u DATABASE_URL CC_VAR_DIR=var/screenshots \
-		$(BIN)/python -m pytest tests/e2e/gallery.py -q -p no:warnings
+	env -u REDIS_URL -u DATABASE_URL CC_VAR_DIR=var/screenshots CC_SCREENSHOTS=docs/screenshots \
+		$(BIN)/python -m pytest $(SCREENSHOT_TESTS) -q -p no:warnings
 
 ## the sandbox image, built without a registry (debootstrap + docker import)
 sandbox-image:

@@ -138,3 +138,13 @@ def login(page: Any, username: str, password: str) -> None:
 
 def wait_connected(page: Any) -> None:
     page.wait_for_function("document.getElementById('chat')?.dataset.connected === 'true'")
+
+
+def docs_shot(target: Any, name: str, **options: Any) -> None:
+    """A screenshot the docs use (a page or a locator), as ``<name>.png``: into
+    ``var/.../screenshots`` on a test run, so that tests leave the repository's files alone, and
+    into docs/screenshots under ``make screenshots`` (``CC_SCREENSHOTS=docs/screenshots``)."""
+    chosen = os.environ.get("CC_SCREENSHOTS")
+    folder = ROOT / chosen if chosen else Path(settings.VAR_DIR) / "screenshots"
+    folder.mkdir(parents=True, exist_ok=True)
+    target.screenshot(path=str(folder / f"{name}.png"), **options)

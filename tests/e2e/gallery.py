@@ -25,8 +25,10 @@ from platform_app.models import Schedule
 from platform_app.reports import _reports_place, report_write
 from tests.e2e.conftest import login, wait_connected
 from tests.llm_server import Call, Reply
+from tools_app.models import AuditRecord
 
-pytestmark = [pytest.mark.e2e]
+# grants: the pages show what a fresh install grants (Everyone: the low-risk tools only).
+pytestmark = [pytest.mark.e2e, pytest.mark.grants]
 
 OUT = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 SIZES = {"1280": {"width": 1280, "height": 800}, "390": {"width": 390, "height": 844}}
@@ -89,6 +91,12 @@ def test_gallery(browser: Any, app_server: str, llm: Any, provider: Any) -> None
         "people-groups": "/people/groups/",
         "people-group": f"/people/groups/{support.pk}/",
         "error-404": "/no-such-page/",
+        "error-405": f"/c/{conversation.pk}/delete/",
+        "archived": "/c/archived/",
+        "import": "/c/import/",
+        "password": "/accounts/password/",
+        "audit-record": f"/tools/audit/{AuditRecord.objects.latest('pk').pk}/",
+        "tools-mcp-new": "/tools/sources/mcp/new/",
     }
     for size, viewport in SIZES.items():
         page.set_viewport_size(viewport)

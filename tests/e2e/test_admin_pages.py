@@ -1,32 +1,28 @@
 """An admin adds a provider that points at the scripted LLM server, tests the connection
 (models, latency, native tool calls) and builds an agent profile with the tool checkboxes;
-at 1280x800 and 390x844, with screenshots (var/screenshots/admin-*.png)."""
+at 1280x800 and 390x844, with screenshots for the docs (``docs_shot``)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from playwright.sync_api import expect
 
 from chat_app.models import Agent, Provider
-from tests.e2e.conftest import login, wait_connected
+from tests.e2e.conftest import docs_shot, login, wait_connected
 from tests.llm_server import Call, Reply, ScriptedLLM
 
 pytestmark = [pytest.mark.e2e]
 
 KEY = "sk-e2e-admin-key-0001"
-SHOTS = Path(settings.VAR_DIR) / "screenshots"
 WIDE = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
 
 
 def shot(page: Any, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"admin-{name}.png"), full_page=True)
+    docs_shot(page, name, full_page=True)
 
 
 def no_sideways_scroll(page: Any) -> None:

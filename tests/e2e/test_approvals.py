@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth.models import Group
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import login, wait_connected
+from tests.e2e.conftest import docs_shot, login, wait_connected
 from tests.llm_server import Call, Reply
 from tools_app.models import AuditRecord, ToolCall, ToolFunctionConfig
 
@@ -61,9 +61,9 @@ def test_an_approver_approves_a_members_call_from_the_approvals_page(
             item.get_by_label("Arguments (JSON) — edit before approving if needed")
         ).to_have_value('{\n  "timezone": "Europe/Paris"\n}')
         item.get_by_label("Note (optional, shown to the requester)").fill("Fine, it is harmless.")
-        approver.screenshot(path="docs/screenshots/approvals-1280.png", full_page=True)
+        docs_shot(approver, "approvals-1280", full_page=True)
         approver.set_viewport_size({"width": 390, "height": 844})
-        approver.screenshot(path="docs/screenshots/approvals-390.png", full_page=True)
+        docs_shot(approver, "approvals-390", full_page=True)
         approver.set_viewport_size({"width": 1280, "height": 860})
         item.get_by_role("button", name="Approve").click()
         expect(approver.get_by_text("Nothing waits for you.")).to_be_visible()

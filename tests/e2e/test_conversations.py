@@ -15,12 +15,10 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from chat_app.models import Conversation, Message
-from tests.conftest import ROOT
-from tests.e2e.conftest import login, wait_connected
+from tests.e2e.conftest import docs_shot, login, wait_connected
 from tools_app.models import ToolCall
 
 pytestmark = [pytest.mark.e2e]
-SHOTS = ROOT / "docs" / "screenshots"
 
 
 def conversations(owner: Any) -> Conversation:
@@ -78,7 +76,7 @@ def test_sidebar_groups_pin_search_export_and_a_shared_link(page, browser, trans
     page.locator("#pin-button").click()
     expect(sidebar.locator(".conversation-group").first).to_contain_text("Pinned")
     expect(sidebar.locator(".conversation-group").first).to_contain_text("Kangaroo census plan")
-    page.locator(".sidebar").screenshot(path=str(SHOTS / "conversations-sidebar-1280.png"))
+    docs_shot(page.locator(".sidebar"), "conversations-sidebar-1280")
 
     # Search as you type: snippets with the words marked; the list comes back on Escape.
     page.locator("#conversation-search").fill("kangaroo riv")
@@ -86,7 +84,7 @@ def test_sidebar_groups_pin_search_export_and_a_shared_link(page, browser, trans
     expect(hit).to_contain_text("Kangaroo census plan")
     expect(hit.locator("mark").first).to_be_visible()
     expect(sidebar).to_be_hidden()
-    page.locator(".sidebar").screenshot(path=str(SHOTS / "conversations-search-1280.png"))
+    docs_shot(page.locator(".sidebar"), "conversations-search-1280")
     page.locator("#conversation-search").press("Escape")
     expect(sidebar).to_be_visible()
     page.locator("#conversation-search").fill("wombats")
@@ -122,7 +120,7 @@ def test_sidebar_groups_pin_search_export_and_a_shared_link(page, browser, trans
             expect(bob.get_by_text("42 kangaroos near the river")).to_be_visible()
             expect(bob.locator(".toolcall")).to_have_count(0)  # hidden by the owner's choice
             no_overflow(bob)
-            bob.screenshot(path=str(SHOTS / f"conversations-shared-{width}.png"), full_page=True)
+            docs_shot(bob, f"conversations-shared-{width}", full_page=True)
         finally:
             context.close()
     # Revoked: the link is dead.
@@ -141,6 +139,6 @@ def test_sidebar_groups_pin_search_export_and_a_shared_link(page, browser, trans
     page.goto("/search/?q=kangaroo")
     expect(page.locator(".search-page-results .search-hit").first).to_be_visible()
     no_overflow(page)
-    page.screenshot(path=str(SHOTS / "conversations-search-390.png"), full_page=True)
+    docs_shot(page, "conversations-search-390", full_page=True)
     page.set_viewport_size({"width": 1280, "height": 800})
-    page.screenshot(path=str(SHOTS / "conversations-search-page-1280.png"), full_page=True)
+    docs_shot(page, "conversations-search-page-1280", full_page=True)

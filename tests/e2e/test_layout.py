@@ -13,6 +13,7 @@ from django.contrib.auth.models import Group
 from playwright.sync_api import expect
 
 from chat_app.models import Conversation
+from chat_app.services.sharing import share_create
 from platform_app.models import UserPreferences
 from tests.e2e.conftest import login, wait_connected
 from tests.llm_server import Reply
@@ -108,6 +109,7 @@ def test_shortcuts_theme_and_accessibility_on_a_desktop(page, browser, ada, llm,
 
     # axe-core: no serious or critical violation on any page, in both themes (switched in
     # place, so each page loads once).
+    shared = share_create(Conversation.objects.filter(owner=ada).first(), include_tools=True)
     pages = [
         page.url,
         "/tools/",
@@ -117,6 +119,19 @@ def test_shortcuts_theme_and_accessibility_on_a_desktop(page, browser, ada, llm,
         f"/people/users/{ada.pk}/",
         "/people/groups/",
         f"/people/groups/{group.pk}/",
+        f"/people/groups/{group.pk}/grants/",
+        "/approvals/",
+        "/search/?q=long",
+        "/c/archived/",
+        f"/s/{shared.token}/",
+        "/memory/",
+        "/schedules/",
+        "/reports/",
+        "/agents/",
+        "/agents/new/",
+        "/agents/providers/",
+        f"/agents/providers/{provider.pk}/",
+        "/accounts/password/",
         "/no-such-page/",
     ]
     problems: list[str] = []
@@ -158,7 +173,23 @@ def test_a_phone_switches_conversation_in_the_drawer_and_logs_out(browser, app_s
         wait_connected(page)
         expect(sidebar).to_be_hidden()
 
-        for url in ("/tools/", "/tools/audit/", "/tokens/", "/people/"):
+        for url in (
+            "/tools/",
+            "/tools/audit/",
+            "/tokens/",
+            "/people/",
+            "/people/groups/",
+            "/approvals/",
+            "/search/?q=backup",
+            "/c/archived/",
+            "/memory/",
+            "/schedules/",
+            "/reports/",
+            "/agents/",
+            "/agents/new/",
+            "/agents/providers/",
+            "/accounts/password/",
+        ):
             page.goto(url)
             width = page.evaluate("document.documentElement.scrollWidth")
             assert width <= PHONE["width"], f"{url} is {width}px wide"

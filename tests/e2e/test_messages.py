@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from chat_app.models import Provider
-from tests.e2e.conftest import login, wait_connected
+from tests.e2e.conftest import docs_shot, login, wait_connected
 from tests.llm_server import Reply
 
 pytestmark = [pytest.mark.e2e]
@@ -89,7 +89,7 @@ def test_message_actions(browser, app_server, user, llm, provider, size):
         # Edit and send again: a third branch from the edited text.
         mine.get_by_role("button", name="Edit", exact=True).click()
         page.get_by_label("Edited text").fill("Say goodbye")
-        page.screenshot(path=f"docs/screenshots/message-edit-{width}.png")
+        docs_shot(page, f"message-edit-{width}")
         page.get_by_role("button", name="Save edit").click()
         expect(page.locator(".message.role-assistant .markdown")).to_have_text(
             "Answer to: Say goodbye"
@@ -101,13 +101,15 @@ def test_message_actions(browser, app_server, user, llm, provider, size):
         # The model switcher: the next answer comes from the model picked.
         page.locator("#model-choice").select_option(label="big-model")
         expect(page.locator("#model-bar")).to_contain_text("used from the next reply on")
-        page.screenshot(path=f"docs/screenshots/model-switcher-{width}.png")
+        box = page.locator("#model-choice").bounding_box()  # the note never squeezes it away
+        assert box is not None and box["width"] > 120, box
+        docs_shot(page, f"model-switcher-{width}")
         _send(page, "Which model are you?")
         last = page.locator(".message.role-assistant").last
         expect(last.locator(".markdown")).to_have_text("Answer to: Which model are you?")
         expect(last.locator(".message-usage")).to_contain_text("big-model")
         assert llm.requests[-1]["model"] == "big-model"
-        page.screenshot(path=f"docs/screenshots/message-actions-{width}.png")
+        docs_shot(page, f"message-actions-{width}")
     finally:
         context.close()
     assert not errors, errors

@@ -10,8 +10,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from playwright.sync_api import expect
 
-from tests.conftest import ROOT
-from tests.e2e.conftest import login, wait_connected
+from tests.e2e.conftest import docs_shot, login, wait_connected
 from tools_app.models import AuditRecord
 
 pytestmark = [pytest.mark.e2e]
@@ -86,8 +85,7 @@ def test_a_person_changes_their_password_from_the_user_menu(page, admin):
 @pytest.mark.grants
 def test_an_admin_grants_a_group_a_whole_tool_group_and_a_profile(page, admin):
     """The grant editor: ticking a whole group ticks (and locks) its functions; saved, a
-    member of the group may use them. Screenshots for the docs with CC_DOCS_SCREENSHOTS=1."""
-    import os
+    member of the group may use them. Screenshots for the docs."""
 
     from chat_app.models import Agent
     from tools_app.models import ToolGrant
@@ -110,12 +108,10 @@ def test_an_admin_grants_a_group_a_whole_tool_group_and_a_profile(page, admin):
     expect(shell_exec).to_be_checked()
     expect(shell_exec).to_be_disabled()
     page.get_by_label("General").check()
-    if os.environ.get("CC_DOCS_SCREENSHOTS"):
-        docs = ROOT / "docs" / "screenshots"
-        page.screenshot(path=str(docs / "people-grants-1280.png"), full_page=False)
-        page.set_viewport_size({"width": 390, "height": 844})
-        page.screenshot(path=str(docs / "people-grants-390.png"), full_page=False)
-        page.set_viewport_size({"width": 1280, "height": 860})
+    docs_shot(page, "people-grants-1280")
+    page.set_viewport_size({"width": 390, "height": 844})
+    docs_shot(page, "people-grants-390")
+    page.set_viewport_size({"width": 1280, "height": 860})
     page.get_by_role("button", name="Save grants").click()
     expect(page.get_by_text("Saved what “support” may use.")).to_be_visible()
     assert granted_tools(member.pk) == {"current_time", "shell_exec"}

@@ -2,11 +2,10 @@
 part 5): My memory (delete an entry), My schedules (the next runs follow the cron expression
 as it is typed; create one), My reports (download one), reached from the account menu.
 
-Screenshots go to var/ (``CC_SCREENSHOTS=docs/screenshots`` writes the documentation's)."""
+Screenshots for the docs through ``docs_shot``."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +16,7 @@ from chat_app.models import Conversation
 from platform_app.memory.services import memory_core_update, memory_save
 from platform_app.models import MemoryChunk, Schedule
 from platform_app.reports import report_write
-from tests.conftest import ROOT
-from tests.e2e.conftest import login
+from tests.e2e.conftest import docs_shot, login
 from tests.security.test_report_quota import clear, reports_dir
 from tools_app.models import ToolCall
 
@@ -32,8 +30,7 @@ class _Defaults:
 
 
 def _shot(page: Any, name: str) -> None:
-    folder = ROOT / os.environ.get("CC_SCREENSHOTS", "var")
-    page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=True)
+    docs_shot(page, name, full_page=True)
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 
 from chat_app.models import Conversation
 from chat_app.services.uploads import workspace_for
-from tests.e2e.conftest import login, wait_connected
+from tests.e2e.conftest import docs_shot, login, wait_connected
 from tests.integration.test_images import PNG
 from tests.llm_server import Reply
 
@@ -60,7 +60,7 @@ def test_a_person_uploads_by_button_drop_and_paste_and_downloads(page, user, llm
         page.evaluate(PASTE, list(PNG))
         expect(chips.filter(has_text="pasted-")).to_be_visible()
         expect(chips).to_have_count(3)
-        page.screenshot(path=f"docs/screenshots/uploads-{tag}.png")
+        docs_shot(page, f"uploads-{tag}")
         # A type an admin did not allow: a clear error, nothing attached.
         with page.expect_file_chooser() as chooser:
             page.get_by_role("button", name="Attach files").click()
@@ -89,7 +89,7 @@ def test_a_person_uploads_by_button_drop_and_paste_and_downloads(page, user, llm
     with open(download.value.path(), "rb") as handle:
         assert handle.read() == b"a,b\n1,2\n"
     expect(panel).to_contain_text("8 bytes")
-    panel.screenshot(path="docs/screenshots/files-panel-1280.png")
+    docs_shot(panel, "files-panel-1280")
     panel.get_by_role("button", name="Refresh the file list").click()
     expect(panel.locator(".file-link", has_text="notes-390.md").first).to_be_visible()
     page.screenshot(path="var/test-uploads-e2e.png", full_page=True)

@@ -1,16 +1,21 @@
 """Uploads into a conversation's workspace: only the owner uploads, nobody else reads, and a
 file name never leaves the workspace (traversal, absolute paths, NUL, look-alike slashes,
-reserved and over-long names, links planted in the workspace), whatever the client sends."""
+reserved and over-long names, links planted in the workspace), whatever the client sends; and
+a compressed upload is never unpacked."""
 
 from __future__ import annotations
 
+import gzip
+import io
 import os
+import zipfile
 
 import pytest
 from django.test import Client
 
 from chat_app.models import Conversation
 from chat_app.services.uploads import upload_name, workspace_for
+from tests.security.test_charset_bomb import MAX_GROWTH, peak_rss_growth
 
 BODY = b"col1,col2\n1,2\n"
 
@@ -116,6 +121,34 @@ def test_a_body_longer_than_declared_is_cut_off_while_copied(conversation, ws_ro
         upload_store(conversation=conversation, name="stream.csv", body=Endless(), declared_size=10)
     assert caught.value.status == 413
     assert listing(workspace_for(conversation)) == []
+
+
+def test_a_compressed_upload_is_stored_as_sent_and_never_unpacked(alice, conversation, ws_root):
+    """Zip bombs: a zip and a gzip of 64 MiB of zeros (the gzip also sent with
+    ``Content-Encoding: gzip``) land as the bytes that were sent; nothing unpacks an upload,
+    and the process does not grow by what they would inflate to."""
+    zeros = b"\0" * 64 * 2**20
+    packed = io.BytesIO()
+    with zipfile.ZipFile(packed, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
+        archive.writestr("zeros.bin", zeros)
+    bombs = {"zeros.zip": packed.getvalue(), "zeros.gz": gzip.compress(zeros, 9)}
+    del zeros, packed
+    with peak_rss_growth() as growth:
+        for name, body in bombs.items():
+            response = upload(alice, conversation.pk, name, body=body)
+            assert response.status_code == 201, response.content
+        encoded = alice.post(
+            f"/c/{conversation.pk}/files/upload/?name=encoded.gz",
+            data=bombs["zeros.gz"],
+            content_type="application/gzip",
+            HTTP_CONTENT_ENCODING="gzip",
+        )
+        assert encoded.status_code == 201, encoded.content
+    assert growth[0] < MAX_GROWTH, f"RSS grew by {growth[0] / 2**20:.0f} MiB"
+    ws = workspace_for(conversation)
+    assert sorted(p.name for p in ws.iterdir()) == ["encoded.gz", "zeros.gz", "zeros.zip"]
+    for name, body in [*bombs.items(), ("encoded.gz", bombs["zeros.gz"])]:
+        assert (ws / name).read_bytes() == body
 
 
 def test_a_type_not_allowed_is_refused_clearly(alice, conversation, ws_root, settings):

@@ -1,11 +1,13 @@
 """Events one process publishes leave in the order they were published, whether the caller
 waited for them (``publish``), queued them (``wait=False``) or sent them from async code
-(``apublish_in_order``, the runner's tokens)."""
+(``apublish_in_order``, the runner's tokens); and a turn's first event is the person's
+message."""
 
 from __future__ import annotations
 
 import asyncio
 import uuid
+from typing import Any
 
 import pytest
 from channels.layers import get_channel_layer
@@ -37,3 +39,22 @@ def test_a_token_never_overtakes_the_message_queued_before_it() -> None:
 
     got = asyncio.run(run())
     assert got == [(kind, n) for n in range(20) for kind in ("message", "token")]
+
+
+def test_the_persons_message_goes_out_before_the_round_is_queued(
+    conversation: Any, user: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 23 B1: the first round was queued before the person's message was published, and
+    the page appends events as they arrive, so a quick round (a refused call's card, the
+    answer) could show above the message it answers."""
+    from chat_app.services import turns
+
+    order: list[str] = []
+    monkeypatch.setattr(
+        turns, "message_publish", lambda message, **kw: order.append(f"message {message.role}")
+    )
+    monkeypatch.setattr(turns, "_queue_round", lambda turn_id: order.append("round queued"))
+
+    turns.turn_start(conversation=conversation, user_id=user.pk, text="what time is it?")
+
+    assert order == ["message user", "round queued"]
