@@ -2,11 +2,13 @@ from django.contrib import admin
 from django.urls import include, path
 
 from chat_app.health import healthz
+from infra.metrics import metrics_view
 from platform_app.sso.views import admin_login
 from tools_app.manager.views import tool_schemas
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    path("metrics", metrics_view, name="metrics"),
     # Before the admin's own: the admin login obeys OIDC_LOCAL_LOGIN like the login page.
     path("admin/login/", admin_login),
     path("admin/", admin.site.urls),
