@@ -18,6 +18,7 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("people/", include("platform_app.people.urls")),
     path("preferences/", include("platform_app.preferences.urls")),
+    path("usage/", include("platform_app.usage.urls")),
     path("tools/", include("tools_app.manager.urls")),
     path("agents/", include("chat_app.admin_pages.urls")),
     path("api/tools/schemas.json", tool_schemas, name="tool-schemas"),

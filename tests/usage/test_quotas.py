@@ -113,8 +113,7 @@ def test_a_tool_call_limit_refuses_the_call_at_binding(
     call = ToolCall.objects.get(turn=second)
     assert call.status == ToolCall.Status.DENIED and call.policy_verdict == "quota"
     assert call.error == (
-        "quota: the support group's daily limit of 1 tool calls is used up; "
-        "it resets at 00:00 UTC"
+        "quota: the support group's daily limit of 1 tool calls is used up; it resets at 00:00 UTC"
     )
     audit = AuditRecord.objects.get(kind=AuditRecord.Kind.CALL, tool_call=call)
     assert audit.status == "denied" and audit.policy_verdict == "quota"
