@@ -7,6 +7,7 @@ applied here, to every figure, not in the template. Days are UTC days, as the qu
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
@@ -85,7 +86,8 @@ _SUMS = {
 }
 
 
-def _clean(row: dict[str, Any]) -> dict[str, Any]:
+def _clean(values: Mapping[str, Any]) -> dict[str, Any]:
+    row = dict(values)
     for key in ("input_tokens", "output_tokens", "cached_tokens", "rounds", "calls", "failed"):
         if key in row:
             row[key] = int(row[key] or 0)

@@ -65,9 +65,9 @@ function daysChart(canvas, colors) {
     data: {
       labels: d.labels.map((day) => day.slice(5)),
       datasets: [
-        { label: "tokens in", data: d.input, backgroundColor: colors.accent, stack: "t" },
-        { label: "tokens out", data: d.output, backgroundColor: colors.purple, stack: "t" },
-        { label: "cost", data: d.cost, type: "line", yAxisID: "cost", borderColor: colors.warn, backgroundColor: colors.warn, pointRadius: 2, tension: 0.25 },
+        { label: "tokens in", data: d.input, backgroundColor: colors.accent, stack: "t", maxBarThickness: 48 },
+        { label: "tokens out", data: d.output, backgroundColor: colors.purple, stack: "t", maxBarThickness: 48 },
+        { label: "cost", data: d.cost, type: "line", yAxisID: "cost", borderColor: colors.warn, backgroundColor: colors.warn, pointRadius: 2, cubicInterpolationMode: "monotone" },
       ],
     },
     options,
@@ -80,13 +80,13 @@ function breakdownChart(canvas, rows, colors) {
   options.indexAxis = "y";
   options.plugins.legend.display = false;
   options.scales = {
-    x: axis(colors, { ticks: { callback: priced ? money : compact }, rest: { beginAtZero: true } }),
+    x: axis(colors, { ticks: { callback: priced ? money : compact, maxTicksLimit: 5 }, rest: { beginAtZero: true } }),
     y: axis(colors, { grid: { display: false }, ticks: { callback(value) { const l = this.getLabelForValue(value); return l.length > 18 ? `${l.slice(0, 17)}…` : l; } } }),
   };
   options.plugins.tooltip = { callbacks: { label: (c) => (priced ? `cost ${money(c.parsed.x)}` : `${c.parsed.x.toLocaleString()} tokens`) } };
   return new Chart(canvas, {
     type: "bar",
-    data: { labels: rows.labels, datasets: [{ label: priced ? "cost" : "tokens", data: priced ? rows.cost : rows.tokens, backgroundColor: colors.accent, borderRadius: 3 }] },
+    data: { labels: rows.labels, datasets: [{ label: priced ? "cost" : "tokens", data: priced ? rows.cost : rows.tokens, backgroundColor: colors.accent, borderRadius: 3, maxBarThickness: 26 }] },
     options,
   });
 }
@@ -104,8 +104,8 @@ function toolsChart(canvas, colors) {
     data: {
       labels: t.labels,
       datasets: [
-        { label: "succeeded or running", data: t.calls, backgroundColor: colors.ok, borderRadius: 3 },
-        { label: "failed or refused", data: t.failed, backgroundColor: colors.bad, borderRadius: 3 },
+        { label: "succeeded or running", data: t.calls, backgroundColor: colors.ok, maxBarThickness: 26 },
+        { label: "failed or refused", data: t.failed, backgroundColor: colors.bad, maxBarThickness: 26 },
       ],
     },
     options,
