@@ -148,19 +148,21 @@ def current_traceparent() -> str:
 
 # --- the turn ---------------------------------------------------------------------------------
 def turn_context_new() -> str:
-    """Ids for a new turn's span, as it will be stored on the turn: ``traceparent`` of the
-    turn span, then ``|<parent span id>`` when the turn continues a trace already current
-    (an API request's). '' when tracing is off."""
+    """Ids for a new turn's span, as it will be stored on the turn:
+    ``<traceparent of the turn span>|<parent span id>|<start, ns since the epoch>``, the
+    parent empty unless the turn continues a trace already current (an API request's).
+    '' when tracing is off."""
     if not enabled():
         return ""
     from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 
     ids = RandomIdGenerator()
     outer = current_traceparent()
+    started = time.time_ns()  # the turn span starts here, before anything it contains
     if outer:
         trace_id, parent = outer.split("-")[1], outer.split("-")[2]
-        return f"{_format(int(trace_id, 16), ids.generate_span_id())}|{parent}"
-    return _format(ids.generate_trace_id(), ids.generate_span_id())
+        return f"{_format(int(trace_id, 16), ids.generate_span_id())}|{parent}|{started}"
+    return f"{_format(ids.generate_trace_id(), ids.generate_span_id())}||{started}"
 
 
 def turn_span_end(
@@ -174,7 +176,8 @@ def turn_span_end(
     own = _parse(trace_context)
     if own is None:
         return
-    _, _, parent = trace_context.partition("|")
+    _, parent, started = (trace_context.split("|") + ["", ""])[:3]
+    start_ns = int(started) if started.isdigit() else int(started_at * 1e9)
     own_context = own.get_span_context()
     parent_context = (
         _context_of(_format(own_context.trace_id, int(parent, 16))) if parent else _context_of("")
@@ -184,7 +187,7 @@ def turn_span_end(
         span = tracer.start_span(
             "turn",
             context=parent_context,
-            start_time=int(started_at * 1e9),
+            start_time=min(start_ns, int(started_at * 1e9)),
             attributes=dict(attributes),
         )
     finally:

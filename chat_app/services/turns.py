@@ -259,7 +259,7 @@ def _turn_ended(turn: Turn) -> None:
                 "cc.turn.status": turn.status,
                 "cc.turn.source": turn.source,
                 "cc.turn.kind": turn.kind,
-                "cc.turn.rounds": turn.round,
+                "cc.turn.tool_rounds": turn.round,
                 "cc.conversation.id": turn.conversation_id,
             },
             error=turn.error if turn.status == Turn.Status.FAILED else "",

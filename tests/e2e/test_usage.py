@@ -66,8 +66,9 @@ def team(worker: str, llm: Any, provider: Any) -> dict[str, Any]:
         if last.get("role") == "tool":
             return Reply(text="Done.", usage=Usage(size, 120, cached=size // 2))
         if "fail" in str(last.get("content")):
-            return Reply(calls=[Call("current_time", {"timezone": "Mars/Olympus"})],
-                         usage=Usage(size, 40))
+            return Reply(
+                calls=[Call("current_time", {"timezone": "Mars/Olympus"})], usage=Usage(size, 40)
+            )
         return Reply(calls=[Call("current_time", {"timezone": "UTC"})], usage=Usage(size, 40))
 
     llm.set_default(reply)
@@ -104,11 +105,14 @@ def test_the_usage_page_shows_a_teams_week_at_both_widths_in_both_themes(
 ) -> None:
     assert UsageRecord.objects.count() == 60  # two rounds per turn
     assert ToolCall.objects.filter(status="failed").count() >= 4
-    for size, viewport in {"1280": {"width": 1280, "height": 900},
-                           "390": {"width": 390, "height": 844}}.items():
+    for size, viewport in {
+        "1280": {"width": 1280, "height": 900},
+        "390": {"width": 390, "height": 844},
+    }.items():
         for scheme in ("light", "dark"):
-            context = browser.new_context(base_url=app_server, viewport=viewport,
-                                          color_scheme=scheme)
+            context = browser.new_context(
+                base_url=app_server, viewport=viewport, color_scheme=scheme
+            )
             page = context.new_page()
             errors: list[str] = []
             page.on("pageerror", lambda exc, errors=errors: errors.append(str(exc)))

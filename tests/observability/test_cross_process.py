@@ -80,7 +80,10 @@ async def test_a_turn_is_one_trace_across_processes_and_each_process_kind_serves
             )
             with isolated_conversation(user, title="traced") as conversation:
                 llm.script(
-                    Reply(text="Checking.", calls=[Call("shell_exec", {"command": "printenv TRACEPARENT"})]),
+                    Reply(
+                        text="Checking.",
+                        calls=[Call("shell_exec", {"command": "printenv TRACEPARENT"})],
+                    ),
                     Reply(text="Done."),
                 )
                 socket = ChatSocket(stack, conversation.pk, user)
@@ -159,8 +162,10 @@ def _assert_metrics(stack: Stack, ports: dict[str, int]) -> None:
 
     def ticked() -> bool:
         status, beat = scrape(f"http://127.0.0.1:{ports['beat']}/metrics")
-        return status == 200 and 'cc_process{kind="beat"} 1.0' in beat and value(
-            beat, "cc_beat_ticks_total"
-        ) >= 1
+        return (
+            status == 200
+            and 'cc_process{kind="beat"} 1.0' in beat
+            and value(beat, "cc_beat_ticks_total") >= 1
+        )
 
     wait_for(ticked, timeout=20, message="beat's metrics to count a tick")
