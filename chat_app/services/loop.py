@@ -21,6 +21,7 @@ import contextlib
 import logging
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -431,11 +432,16 @@ def _round_complete(plan: RoundPlan, text: str, outcome: ModelReply | BaseExcept
         # The reaper ended it meanwhile (this runner looked dead: a long pause, a lost
         # database connection); what it told the person stands.
         logger.warning("turn %s ended while its reply streamed; dropping the reply", turn.pk)
+        round_record(plan, text, outcome)  # what it cost was spent all the same
         return
-    usage = round_record(plan, text, outcome)
+
+    # The usage record is written in the message's own transaction: no commit of its own.
+    def record() -> dict[str, Any]:
+        return round_record(plan, text, outcome)
+
     if isinstance(outcome, Stopped):
         if outcome.reason == "shutdown":
-            _close_message(plan, text, state=Message.State.ERROR)
+            _close_message(plan, text, state=Message.State.ERROR, record=record)
             turn_finish(
                 turn,
                 status=Turn.Status.FAILED,
@@ -443,22 +449,22 @@ def _round_complete(plan: RoundPlan, text: str, outcome: ModelReply | BaseExcept
                 notice=RUNNER_SHUTDOWN,
             )
         else:
-            _close_message(plan, text, state=Message.State.CANCELLED)
+            _close_message(plan, text, state=Message.State.CANCELLED, record=record)
             turn_finish(turn, status=Turn.Status.CANCELLED)
         return
     if isinstance(outcome, ProviderError):
-        _close_message(plan, text, state=Message.State.ERROR)
+        _close_message(plan, text, state=Message.State.ERROR, record=record)
         turn_finish(
             turn, status=Turn.Status.FAILED, error=outcome.message, notice=f"⚠ {outcome.message}"
         )
         return
     if isinstance(outcome, BaseException):
         logger.error("turn %s: the model round crashed", plan.turn_id, exc_info=outcome)
-        _close_message(plan, text, state=Message.State.ERROR)
+        _close_message(plan, text, state=Message.State.ERROR, record=record)
         error = f"internal error while streaming the reply: {type(outcome).__name__}: {outcome}"
         turn_finish(turn, status=Turn.Status.FAILED, error=error, notice=f"⚠ {error}")
         return
-    _close_message(plan, outcome.text, state=Message.State.COMPLETE, usage=usage)
+    _close_message(plan, outcome.text, state=Message.State.COMPLETE, record=record, shown=True)
     requests = _tool_requests(outcome, native=plan.native, turn_id=plan.turn_id)
     if not requests:
         turn_finish(turn, status=Turn.Status.SUCCEEDED)
@@ -566,18 +572,29 @@ def _bind_and_dispatch(plan: RoundPlan, requests: list[CallRequest]) -> None:
 
 
 def _close_message(
-    plan: RoundPlan, text: str, *, state: str, usage: dict[str, Any] | None = None
+    plan: RoundPlan,
+    text: str,
+    *,
+    state: str,
+    record: Callable[[], dict[str, Any]] | None = None,
+    shown: bool = False,
 ) -> None:
-    if not Message.objects.filter(pk=plan.message_id, state=Message.State.STREAMING).update(
-        content=text, state=state, note="", version=F("version") + 1, usage=usage or {}
-    ):
+    """Store the reply's end; ``record``: the round's usage record, written in the same
+    transaction (``shown``: what it returns is kept on the message, for the page)."""
+    with transaction.atomic():
+        usage = record() if record is not None else {}
+        usage = usage if shown else {}
+        closed = Message.objects.filter(pk=plan.message_id, state=Message.State.STREAMING).update(
+            content=text, state=state, note="", version=F("version") + 1, usage=usage
+        )
+    if not closed:
         return  # closed meanwhile (the reaper): what it wrote stands
     message = plan.message
     if message is None:
         message = Message.objects.get(pk=plan.message_id)
     else:  # as the UPDATE left it: it was still streaming, so no one else wrote it since
         message.content, message.state, message.note = text, state, ""
-        message.usage = usage or {}
+        message.usage = usage
         message.version += 1
     # None bound yet. Queued, not waited for: the calls' cards and the turn's end follow it.
     message_publish(message, calls=[], wait=False)
