@@ -24,7 +24,6 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth.models import Group
-from django.db import transaction
 from django.db.models import Q
 
 from chat_app.models import ModelPrice, Turn, UsageRecord, UsageRecordGroup
@@ -269,23 +268,20 @@ def round_record(plan: RoundPlan, text: str, outcome: ModelReply | BaseException
     first = plan.first_token_at
     first_token_ms = None if first is None else int((first - started) * 1000)
     try:
-        # A savepoint inside the message's transaction: a record that cannot be written is
-        # logged and the reply still stored.
-        with transaction.atomic():
-            usage_record(
-                usage=usage,
-                turn_id=plan.turn_id,
-                conversation_id=plan.conversation_id,
-                user_id=plan.user_id,
-                username=plan.username,
-                source=plan.source,
-                provider=plan.provider,
-                model=plan.model,
-                agent=plan.agent,
-                first_token_ms=first_token_ms,
-                duration_ms=max(0, int((ended - started) * 1000)),
-                outcome=result,
-            )
+        usage_record(
+            usage=usage,
+            turn_id=plan.turn_id,
+            conversation_id=plan.conversation_id,
+            user_id=plan.user_id,
+            username=plan.username,
+            source=plan.source,
+            provider=plan.provider,
+            model=plan.model,
+            agent=plan.agent,
+            first_token_ms=first_token_ms,
+            duration_ms=max(0, int((ended - started) * 1000)),
+            outcome=result,
+        )
     except Exception:  # the figures must never cost the person their reply
         logger.exception("turn %s: recording the round's usage failed", plan.turn_id)
     plan.trace_attributes = {
