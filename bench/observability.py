@@ -11,7 +11,9 @@ twice per variant, alternated in one run (off, on, off, on), so both see the sam
   once a second (Prometheus scrapes every 15–60 s: this is the heavy end).
 
 CPU per turn is the app processes' user + system time during the crowd (``/proc``), divided by
-the turns; the receiver and the scraper run in the bench process and are not counted.
+the turns, measured from the first message until 6 s after the last turn ended (the span
+processor's last batch goes out within 5 s); the receiver and the scraper run in the bench
+process and are not counted.
 
     python -m bench observability                     # both modes
     python -m bench.observability embedded            # one mode
@@ -36,6 +38,7 @@ N = 50
 REPEATS = 2  # each variant twice, alternated
 TARGET_RATIO = 1.10
 SCRAPE_SECONDS = 1.0
+SETTLE_SECONDS = 6.0
 PORTS = {"agent_runner": 18131, "tools_worker": 18132}
 
 
@@ -90,7 +93,9 @@ def run_variant(mode: str, on: bool, port: int, llm_port: int, receiver: Any) ->
         spans_before = len(receiver.spans)
         with RssSampler(procs) as sampler, Scraper(urls if on else []) as scraper:
             results = asyncio.run(crowd(port, people))
-        time.sleep(1.0 if on else 0)  # the last batch of spans
+            # The span processor exports in batches, every 5 s by default: its last export
+            # must fall inside the measured time. Both variants wait alike.
+            time.sleep(SETTLE_SECONDS)
         out = summary(results, None)
         out["cpu_ms_per_turn"] = {k: round(1000 * v / N, 1) for k, v in sampler.cpu_s.items()}
         out["cpu_ms_per_turn_total"] = round(1000 * sum(sampler.cpu_s.values()) / N, 1)

@@ -252,7 +252,7 @@ class Quota(models.Model):
 
     class Metric(models.TextChoices):
         TOKENS = "tokens", "tokens"
-        COST = "cost", "cost (US dollars)"
+        COST = "cost", "cost ($)"
         TOOL_CALLS = "tool_calls", "tool calls"
 
     class Period(models.TextChoices):

@@ -155,6 +155,10 @@ def test_quotas_and_prices_are_for_admins_and_every_change_is_audited(people):
         },
     )
     assert ModelPrice.objects.get(model="gpt-test").input_per_million == Decimal("2.5")
+    quota = Quota.objects.get(group=support)
+    delete = f"/usage/limits/quotas/{quota.pk}/delete/"
+    assert client_for(ivy).post(delete).status_code == 403  # a member cannot remove it
+    assert Quota.objects.filter(pk=quota.pk).exists()
     changes = AuditRecord.objects.filter(kind="settings", group="usage")
     assert sorted(changes.values_list("tool", flat=True)) == ["price", "quota"]
     page = admin_client.get("/usage/").content.decode()
