@@ -464,20 +464,35 @@ class UsageRecord(models.Model):
         ERROR = "error", "failed"
 
     created_at = models.DateTimeField(default=timezone.now)
+    # No database constraints on these keys: a record is history that outlives what it names
+    # (Django's SET_NULL still clears them), and each constraint is a lookup PostgreSQL makes
+    # on every INSERT, on the round's path (bench/usage_record.py).
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_constraint=False,
     )
     username = models.CharField(max_length=150, blank=True)
-    provider = models.ForeignKey(Provider, null=True, on_delete=models.SET_NULL, related_name="+")
+    provider = models.ForeignKey(
+        Provider, null=True, on_delete=models.SET_NULL, related_name="+", db_constraint=False
+    )
     provider_kind = models.CharField(max_length=16, blank=True)
     model = models.CharField(max_length=200)
-    agent = models.ForeignKey(Agent, null=True, on_delete=models.SET_NULL, related_name="+")
+    agent = models.ForeignKey(
+        Agent, null=True, on_delete=models.SET_NULL, related_name="+", db_constraint=False
+    )
     agent_name = models.CharField(max_length=100, blank=True)
     conversation = models.ForeignKey(
-        Conversation, null=True, on_delete=models.SET_NULL, related_name="+"
+        Conversation, null=True, on_delete=models.SET_NULL, related_name="+", db_constraint=False
     )
     turn = models.ForeignKey(
-        Turn, null=True, on_delete=models.SET_NULL, related_name="usage_records"
+        Turn,
+        null=True,
+        on_delete=models.SET_NULL,
+        related_name="usage_records",
+        db_constraint=False,
     )
     source = models.CharField(max_length=10, choices=Turn.Source.choices)
     input_tokens = models.PositiveIntegerField(default=0)  # the whole prompt, cached included
@@ -514,8 +529,12 @@ class UsageRecordGroup(models.Model):
     """A round's share in one of its person's groups, with what group totals need copied (so
     a group's day is one index range, not a join through every round it ever had)."""
 
-    record = models.ForeignKey(UsageRecord, on_delete=models.CASCADE, related_name="shares")
-    group = models.ForeignKey("auth.Group", on_delete=models.CASCADE, related_name="+")
+    record = models.ForeignKey(
+        UsageRecord, on_delete=models.CASCADE, related_name="shares", db_constraint=False
+    )
+    group = models.ForeignKey(
+        "auth.Group", on_delete=models.CASCADE, related_name="+", db_constraint=False
+    )
     created_at = models.DateTimeField()
     tokens = models.PositiveIntegerField(default=0)
     cost = models.DecimalField(max_digits=14, decimal_places=6, default=0)
