@@ -156,7 +156,9 @@ def used(quota: Applicable, *, user_id: int, now: datetime | None = None) -> Dec
 
 def amount_text(metric: str, value: Decimal) -> str:
     if metric == Quota.Metric.COST:
-        return f"${value.normalize():f}" if value == value.to_integral() else f"${value:.2f}"
+        if value == value.to_integral():
+            return f"${value.normalize():f}"
+        return f"${value:.4f}" if 0 < value < Decimal("0.01") else f"${value:.2f}"
     noun = "tool calls" if metric == Quota.Metric.TOOL_CALLS else "tokens"
     return f"{int(value):,} {noun}"
 

@@ -138,6 +138,12 @@ def test_the_usage_page_shows_a_teams_week_at_both_widths_in_both_themes(
             assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
             assert not axe_violations(page)
             shoot(page, f"usage-{size}-{scheme}")
+            page.goto("/usage/limits/")
+            expect(page.get_by_role("heading", name="Quotas and prices")).to_be_visible()
+            expect(page.locator("#quotas-heading ~ .table-wrap")).to_contain_text("support")
+            assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
+            assert not axe_violations(page)
+            shoot(page, f"usage-limits-{size}-{scheme}")
             assert not errors, errors
             context.close()
 
