@@ -25,6 +25,8 @@ BENCHES = [
     "mcp_overhead",
     "concurrency",
     "upload",
+    "usage_record",
+    "observability",
 ]
 
 

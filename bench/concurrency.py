@@ -137,13 +137,20 @@ def spawn(mode: str, args: list[str], log: str, **env: str) -> subprocess.Popen[
     return subprocess.Popen(args, cwd=ROOT, env=environment, stdout=out, stderr=subprocess.STDOUT)
 
 
-def start_app(mode: str, port: int) -> dict[str, subprocess.Popen[bytes]]:
+def start_app(
+    mode: str, port: int, env: dict[str, dict[str, str]] | None = None
+) -> dict[str, subprocess.Popen[bytes]]:
+    """``env``: more variables per process ("web", "agent_runner", "tools_worker")."""
     import urllib.request
 
+    env = env or {}
     procs: dict[str, subprocess.Popen[bytes]] = {}
     if mode == "distributed":
         procs["agent_runner"] = spawn(
-            mode, [sys.executable, "manage.py", "agent_runner", "--name", "bench"], "runner.log"
+            mode,
+            [sys.executable, "manage.py", "agent_runner", "--name", "bench"],
+            "runner.log",
+            **env.get("agent_runner", {}),
         )
         procs["tools_worker"] = spawn(
             mode,
@@ -151,9 +158,13 @@ def start_app(mode: str, port: int) -> dict[str, subprocess.Popen[bytes]]:
             + ["tools,browser", *TOOLS_WORKER, "-l", "WARNING", "--without-mingle"]
             + ["--without-gossip"],
             "worker.log",
+            **env.get("tools_worker", {}),
         )
     procs["web"] = spawn(
-        mode, [sys.executable, "manage.py", "serve", "--port", str(port)], "web.log"
+        mode,
+        [sys.executable, "manage.py", "serve", "--port", str(port)],
+        "web.log",
+        **env.get("web", {}),
     )
 
     def healthy() -> bool:

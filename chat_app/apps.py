@@ -12,7 +12,7 @@ class ChatAppConfig(AppConfig):
 
     def ready(self) -> None:
         from chat_app.agent_kinds import approved_call_hold
-        from chat_app.models import Agent, Provider
+        from chat_app.models import Agent, ModelPrice, Provider
         from chat_app.pages import page_panels_register
         from chat_app.services.latent import latent_execute
         from chat_app.views_files import files_context
@@ -28,9 +28,9 @@ class ChatAppConfig(AppConfig):
         approved_call_hold_set(approved_call_hold)
         # A tool without an activity: the turn's model produces its output.
         latent_executor_set(latent_execute)
-        # Model rounds keep agent and provider rows under the tool configuration's token
-        # (tools_app.selectors.config_memo): a change to either moves it on.
-        config_track(Agent, Provider)
+        # Model rounds keep agent, provider and price rows under the tool configuration's
+        # token (tools_app.selectors.config_memo): a change to any of them moves it on.
+        config_track(Agent, Provider, ModelPrice)
         maintenance_step("turns", _reap_turns, order=20)
         # SQLite drops a table's triggers when a migration rebuilds it: the conversation
         # search's are made again after every migrate (idempotent, no backfill).

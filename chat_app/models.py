@@ -6,6 +6,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models.functions import Coalesce
+from django.utils import timezone
 
 from infra.secrets import EncryptedTextField
 from tools_app.models import ConfigQuerySet
@@ -190,6 +191,10 @@ class Turn(models.Model):
     )
     # When a person switched to the branch ending here ("‹ 1/2 ›"): it is the head again.
     chosen_at = models.DateTimeField(null=True, blank=True)
+    # The W3C traceparent of the turn's span (infra.tracing) when tracing is on: its rounds,
+    # tool calls and sandbox commands are its children, whichever process runs them, and the
+    # process that ends the turn ends the span. Empty: not traced.
+    trace_context = models.CharField(max_length=96, blank=True)
 
     class Meta:
         ordering = ["started_at", "id"]
@@ -261,8 +266,9 @@ class Message(models.Model):
     fallback = models.BooleanField(default=False)
     # What is happening to a streaming reply right now, e.g. "retrying in 2 s (429 …)".
     note = models.CharField(max_length=500, blank=True)
-    # What the reply cost, when the provider said: {"input_tokens", "output_tokens"}, and the
-    # "model" that wrote it.
+    # What the reply cost: {"input_tokens", "output_tokens", "cached_tokens", "cost" (a
+    # decimal string, when the model has a price), "estimated" (the provider reported
+    # nothing: counted from the text)}, and the "model" that wrote it (chat_app.services.usage).
     usage = models.JSONField(default=dict, blank=True)
     # Files the person uploaded into the workspace with this message (chat_app.services.
     # uploads): [{"name", "size", "mime"}]; images reach a model with image input.
@@ -403,3 +409,138 @@ class ConversationShare(models.Model):
 
     def __str__(self) -> str:
         return f"share of conversation {self.conversation_id}"
+
+
+class ModelPrice(models.Model):
+    """What a model costs, as an admin set it (US dollars per million tokens). Usage records
+    are priced when they are written, so a change applies from then on."""
+
+    provider = models.ForeignKey(
+        Provider,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="prices",
+        help_text="Empty: this model at any provider (a provider's own price wins).",
+    )
+    model = models.CharField(max_length=200, help_text="The model's name, exactly as asked for.")
+    input_per_million = models.DecimalField(max_digits=12, decimal_places=4, default=0)
+    output_per_million = models.DecimalField(max_digits=12, decimal_places=4, default=0)
+    cached_per_million = models.DecimalField(
+        max_digits=12,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        help_text="Prompt tokens read from the provider's cache; empty: the input price.",
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    # Model rounds cache prices under the configuration token (chat_app.services.usage).
+    objects = ConfigQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["model", "provider__name"]
+        constraints = [
+            models.UniqueConstraint(fields=["provider", "model"], name="model_price_unique"),
+            models.UniqueConstraint(
+                fields=["model"],
+                condition=models.Q(provider__isnull=True),
+                name="model_price_any_provider_unique",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.model} ({self.provider or 'any provider'})"
+
+
+class UsageRecord(models.Model):
+    """One model round: who, which model, what it cost, how long it took. Written by the loop
+    when the round ends (chat_app.services.usage); it outlives the conversation, the agent and
+    the provider it names (their names are copied)."""
+
+    class Outcome(models.TextChoices):
+        OK = "ok", "answered"
+        CANCELLED = "cancelled", "stopped"
+        ERROR = "error", "failed"
+
+    created_at = models.DateTimeField(default=timezone.now)
+    # No database constraints on these keys: a record is history that outlives what it names
+    # (Django's SET_NULL still clears them), and each constraint is a lookup PostgreSQL makes
+    # on every INSERT, on the round's path (bench/usage_record.py).
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_constraint=False,
+    )
+    username = models.CharField(max_length=150, blank=True)
+    provider = models.ForeignKey(
+        Provider, null=True, on_delete=models.SET_NULL, related_name="+", db_constraint=False
+    )
+    provider_kind = models.CharField(max_length=16, blank=True)
+    model = models.CharField(max_length=200)
+    agent = models.ForeignKey(
+        Agent, null=True, on_delete=models.SET_NULL, related_name="+", db_constraint=False
+    )
+    agent_name = models.CharField(max_length=100, blank=True)
+    conversation = models.ForeignKey(
+        Conversation, null=True, on_delete=models.SET_NULL, related_name="+", db_constraint=False
+    )
+    turn = models.ForeignKey(
+        Turn,
+        null=True,
+        on_delete=models.SET_NULL,
+        related_name="usage_records",
+        db_constraint=False,
+    )
+    source = models.CharField(max_length=10, choices=Turn.Source.choices)
+    input_tokens = models.PositiveIntegerField(default=0)  # the whole prompt, cached included
+    output_tokens = models.PositiveIntegerField(default=0)
+    cached_tokens = models.PositiveIntegerField(default=0)  # of the input, read from cache
+    estimated = models.BooleanField(default=False)  # the provider reported nothing
+    first_token_ms = models.PositiveIntegerField(null=True)
+    duration_ms = models.PositiveIntegerField(default=0)
+    cost = models.DecimalField(max_digits=14, decimal_places=6, default=0)
+    priced = models.BooleanField(default=False)  # the model had a price
+    outcome = models.CharField(max_length=10, choices=Outcome.choices, default=Outcome.OK)
+    # The person's groups when the round ran (Everyone included): what group figures and
+    # group quotas add up.
+    groups = models.ManyToManyField(
+        "auth.Group", through="UsageRecordGroup", related_name="+", blank=True
+    )
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["created_at"], name="usage_created"),
+            models.Index(fields=["user", "created_at"], name="usage_user_created"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.model}: {self.input_tokens} in, {self.output_tokens} out"
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+class UsageRecordGroup(models.Model):
+    """A round's share in one of its person's groups, with what group totals need copied (so
+    a group's day is one index range, not a join through every round it ever had)."""
+
+    record = models.ForeignKey(
+        UsageRecord, on_delete=models.CASCADE, related_name="shares", db_constraint=False
+    )
+    group = models.ForeignKey(
+        "auth.Group", on_delete=models.CASCADE, related_name="+", db_constraint=False
+    )
+    created_at = models.DateTimeField()
+    tokens = models.PositiveIntegerField(default=0)
+    cost = models.DecimalField(max_digits=14, decimal_places=6, default=0)
+
+    class Meta:
+        indexes = [models.Index(fields=["group", "created_at"], name="usage_group_created")]
+
+    def __str__(self) -> str:
+        return f"{self.record_id} in group {self.group_id}"

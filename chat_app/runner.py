@@ -34,6 +34,7 @@ from kombu.mixins import ConsumerMixin
 
 from chat_app.services.live import RoundSupervisor
 from chat_app.services.turns import AGENT_ROUND_TASK
+from infra import metrics
 
 logger = logging.getLogger(__name__)
 
@@ -127,6 +128,7 @@ class AgentRunner:
         self._consumer_thread.start()
         self._beat_thread = threading.Thread(target=self._beat, name="agent-beat", daemon=True)
         self._beat_thread.start()
+        metrics.RUNNER_CAPACITY.set(self.capacity)
         logger.info("agent runner %s started (capacity %d)", self.name, self.capacity)
 
     def _warm_up(self) -> None:
@@ -223,7 +225,12 @@ class AgentRunner:
     def _spawn(self, turn_id: int) -> None:
         task = asyncio.get_running_loop().create_task(self._round(turn_id))
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._round_done)
+        metrics.RUNNER_IN_FLIGHT.set(len(self._tasks))
+
+    def _round_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        metrics.RUNNER_IN_FLIGHT.set(len(self._tasks))
 
     async def _round(self, turn_id: int) -> None:
         from chat_app.services.loop import round_run

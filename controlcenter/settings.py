@@ -467,6 +467,40 @@ MAINTENANCE_INTERVAL = envfloat(
     max(1.0, min(10.0, min(TOOL_HEARTBEAT_TIMEOUT, AGENT_HEARTBEAT_TIMEOUT) / 3)),
 )
 
+# --- metrics and traces (infra/metrics.py, infra/tracing.py; docs/OBSERVABILITY.md) ----------
+# /metrics (web) and the metrics port of a runner, worker or beat answer these addresses
+# (loopback by default) or a request with "Authorization: Bearer <METRICS_TOKEN>".
+METRICS_ALLOWED_IPS = envlist("METRICS_ALLOWED_IPS", ["127.0.0.0/8", "::1/128"])
+for _net in METRICS_ALLOWED_IPS:
+    try:
+        __import__("ipaddress").ip_network(_net, strict=False)
+    except ValueError as _exc:
+        raise ImproperlyConfigured(f"METRICS_ALLOWED_IPS: {_net!r} is not an address") from _exc
+METRICS_TOKEN = envstr("METRICS_TOKEN").strip()
+# The port a runner, worker or beat serves its metrics on (0: none; the web process has
+# /metrics). One per process: give each process on a host its own.
+METRICS_PORT = envint("METRICS_PORT", 0, minimum=0)
+METRICS_HOST = envstr("METRICS_HOST", "127.0.0.1").strip() or "127.0.0.1"
+# OpenTelemetry: the standard variables. On when an exporter is named or an OTLP endpoint is
+# set; the SDK reads the rest (OTEL_EXPORTER_OTLP_HEADERS, OTEL_BSP_*, OTEL_RESOURCE_ATTRIBUTES…).
+OTEL_SDK_DISABLED = envbool("OTEL_SDK_DISABLED", False)
+OTEL_TRACES_EXPORTER = envchoice("OTEL_TRACES_EXPORTER", ("otlp", "console", "none", ""), "")
+OTEL_EXPORTER_OTLP_ENDPOINT = (
+    envstr("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or envstr("OTEL_EXPORTER_OTLP_ENDPOINT")
+).strip()
+_otel_protocol = (
+    envstr("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or envstr("OTEL_EXPORTER_OTLP_PROTOCOL")
+).strip()
+if _otel_protocol and _otel_protocol != "http/protobuf":
+    raise ImproperlyConfigured(
+        f"OTEL_EXPORTER_OTLP_PROTOCOL={_otel_protocol!r}: only http/protobuf is supported "
+        "(point it at the collector's OTLP/HTTP port, usually 4318)"
+    )
+OTEL_TRACES_ON = not OTEL_SDK_DISABLED and (
+    OTEL_TRACES_EXPORTER in ("otlp", "console")
+    or (OTEL_TRACES_EXPORTER == "" and bool(OTEL_EXPORTER_OTLP_ENDPOINT))
+)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

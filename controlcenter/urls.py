@@ -2,11 +2,13 @@ from django.contrib import admin
 from django.urls import include, path
 
 from chat_app.health import healthz
+from infra.metrics import metrics_view
 from platform_app.sso.views import admin_login
 from tools_app.manager.views import tool_schemas
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    path("metrics", metrics_view, name="metrics"),
     # Before the admin's own: the admin login obeys OIDC_LOCAL_LOGIN like the login page.
     path("admin/login/", admin_login),
     path("admin/", admin.site.urls),
@@ -16,6 +18,7 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("people/", include("platform_app.people.urls")),
     path("preferences/", include("platform_app.preferences.urls")),
+    path("usage/", include("platform_app.usage.urls")),
     path("tools/", include("tools_app.manager.urls")),
     path("agents/", include("chat_app.admin_pages.urls")),
     path("api/tools/schemas.json", tool_schemas, name="tool-schemas"),

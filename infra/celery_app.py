@@ -8,3 +8,6 @@ from celery import Celery
 app = Celery("controlcenter")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+# Each Celery process starts its metrics port and tracing when it starts (worker_init, beat_init).
+import infra.observability  # noqa: E402, F401

@@ -11,6 +11,7 @@ from django.shortcuts import render
 # one-time link (invitation, reset): its token is the credential.
 PUBLIC_PREFIXES = (
     "/healthz",
+    "/metrics",  # its own check: loopback, an allow-list or a bearer token (infra.metrics)
     "/accounts/login/",
     "/accounts/oidc/",
     "/accounts/set-password/",

@@ -27,6 +27,16 @@ class PlatformConfig(AppConfig):
         turn_stopping.connect(subagent_parent_stopping, dispatch_uid="platform.subagent_stopping")
         page_panels_register("platform", chat_page_panels)
         prompt_blocks_register("platform", _prompt_blocks)
+        # Quotas: checked before every model round and at every binding, whatever the way in.
+        from chat_app.services.usage import round_gate_set
+        from platform_app.models import Quota
+        from platform_app.usage.quotas import call_gate, round_gate
+        from tools_app.models import config_track
+        from tools_app.services.binding import call_gate_set
+
+        round_gate_set(round_gate)
+        call_gate_set(call_gate)
+        config_track(Quota)  # which quotas apply to whom is kept under the token
 
 
 def _prompt_blocks(

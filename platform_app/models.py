@@ -243,3 +243,54 @@ class UserPreferences(models.Model):
 
     def __str__(self) -> str:
         return f"preferences of user {self.user_id}"
+
+
+class Quota(models.Model):
+    """A budget: of a group (shared by its members: their usage adds up), or of one person
+    (it replaces, for them, the group budgets of the same measure and period). Checked before
+    every model round and when every tool call is bound (platform_app.usage.quotas)."""
+
+    class Metric(models.TextChoices):
+        TOKENS = "tokens", "tokens"
+        COST = "cost", "cost ($)"
+        TOOL_CALLS = "tool_calls", "tool calls"
+
+    class Period(models.TextChoices):
+        DAY = "day", "per day"
+        MONTH = "month", "per month"
+
+    group = models.ForeignKey(
+        "auth.Group", null=True, blank=True, on_delete=models.CASCADE, related_name="quotas"
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="quotas",
+    )
+    metric = models.CharField(max_length=12, choices=Metric.choices)
+    period = models.CharField(max_length=8, choices=Period.choices, default=Period.DAY)
+    # Tokens and tool calls are whole numbers; cost is dollars. Empty (a person's only): no
+    # limit for them, whatever their groups' budgets say.
+    limit = models.DecimalField(max_digits=16, decimal_places=4, null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["group__name", "user__username", "metric", "period"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(group__isnull=True, user__isnull=False)
+                | models.Q(group__isnull=False, user__isnull=True),
+                name="quota_group_or_person",
+            ),
+            models.UniqueConstraint(
+                fields=["group", "metric", "period"], name="quota_group_unique"
+            ),
+            models.UniqueConstraint(fields=["user", "metric", "period"], name="quota_user_unique"),
+        ]
+
+    def __str__(self) -> str:
+        who = self.group.name if self.group else (self.user.get_username() if self.user else "?")
+        return f"{who}: {self.metric} {self.period} ≤ {self.limit}"

@@ -36,6 +36,10 @@ Endpoints (``ThreadingHTTPServer`` on 127.0.0.1, ephemeral port, one thread per 
   it returns a ``message``; when ``tool_choice`` forces a tool and the reply has no calls, the
   reply's ``text`` is parsed as that tool's input (structured output), or sent back as plain
   text if it is not JSON (a model that ignored the instruction).
+* Usage: ``Reply.usage`` (``Usage(input, output, cached)``) is reported in each protocol's
+  shape (OpenAI's ``prompt_tokens_details.cached_tokens``; Anthropic's
+  ``cache_read_input_tokens`` beside ``input_tokens``); unscripted, rough counts are made up.
+  ``ScriptedLLM(report_usage=False)`` is a server that reports none.
 * A ``stream_error`` goes out after the text as ``data: {"error": ...}`` (OpenAI) or
   ``event: error`` (Anthropic), ending the response the way an overloaded server does.
 * Faults for retry tests: ``error`` with ``error_headers`` (a 429 with ``Retry-After``),
@@ -97,6 +101,16 @@ class Call:
 
 
 @dataclass
+class Usage:
+    """What the server reports a reply cost: the whole prompt (cached tokens included), of
+    which read from the prompt cache, and the output. Sent in each protocol's own shape."""
+
+    input: int
+    output: int
+    cached: int = 0
+
+
+@dataclass
 class Reply:
     text: str = ""
     calls: list[Call] = field(default_factory=list)
@@ -115,6 +129,9 @@ class Reply:
     garbled_after_text: str | None = None
     # seconds to think before the response starts (a model's time to first token)
     delay: float = 0.0
+    # the usage to report; None: rough counts from the request and the reply (4 characters a
+    # token). A server made with ``report_usage=False`` reports none whatever this says.
+    usage: Usage | None = None
 
 
 ReplySource = Reply | Callable[[dict[str, Any]], Reply]
@@ -130,15 +147,19 @@ class ScriptedLLM:
         embedding_dims: int = 64,
         keep_alive: bool = False,
         extra_models: tuple[str, ...] = (),
+        report_usage: bool = True,
     ) -> None:
         """``reject_tools``: answer 400 "... does not support tools" to any request carrying
         ``tools`` (as Ollama does for models without tool support). ``api_key``: when set,
         requests must carry it (``Authorization: Bearer``, or ``x-api-key`` for Anthropic) or
         get a 401. ``keep_alive``: a stream that ends normally leaves its connection open for
         the client's next request, as real providers do (benchmarks); otherwise every response
-        closes its connection."""
+        closes its connection. ``report_usage=False``: a server that reports no token counts
+        (no usage chunk for OpenAI even when asked; no ``usage`` in Anthropic's events), as
+        some compatible servers do."""
         self.reject_tools = reject_tools
         self.keep_alive = keep_alive
+        self.report_usage = report_usage
         self.api_key = api_key
         self.model = model
         self.extra_models = list(extra_models)  # listed by GET /models besides ``model``
@@ -407,7 +428,7 @@ class _Handler(BaseHTTPRequestHandler):
             named = api == "anthropic"
             events = _EventStream(self, reply.chunk_delay, llm._stopping, named=named)
             writer = _openai_stream if api == "openai" else _anthropic_stream
-            writer(events, reply, body, llm.model)
+            writer(events, reply, body, llm.model, llm.report_usage)
             events.end()
             self.close_connection = not llm.keep_alive
         except _ClientGone:
@@ -516,11 +537,33 @@ def _pieces(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
-def _usage(reply: Reply, body: dict[str, Any]) -> tuple[int, int]:
+def _usage(reply: Reply, body: dict[str, Any]) -> Usage:
+    if reply.usage is not None:
+        return reply.usage
     # Rough token counts (4 characters a token) so usage is plausible and non-zero.
     prompt = len(json.dumps(body.get("messages", []))) + len(str(body.get("system", "")))
     output = len(reply.text) + sum(len(c.arguments_text) for c in reply.calls)
-    return max(1, prompt // 4), max(1, output // 4)
+    return Usage(max(1, prompt // 4), max(1, output // 4))
+
+
+def _openai_usage(usage: Usage) -> dict[str, Any]:
+    return {
+        "prompt_tokens": usage.input,
+        "completion_tokens": usage.output,
+        "total_tokens": usage.input + usage.output,
+        "prompt_tokens_details": {"cached_tokens": usage.cached, "audio_tokens": 0},
+        "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0},
+    }
+
+
+def _anthropic_usage(usage: Usage, *, output: int) -> dict[str, Any]:
+    # Anthropic counts cache reads apart from input_tokens.
+    return {
+        "input_tokens": usage.input - usage.cached,
+        "cache_read_input_tokens": usage.cached,
+        "cache_creation_input_tokens": 0,
+        "output_tokens": output,
+    }
 
 
 def _call_ids(reply: Reply, prefix: str) -> list[str]:
@@ -555,7 +598,7 @@ def _openai_completion(reply: Reply, body: dict[str, Any], model: str) -> dict[s
             }
             for call, call_id in zip(reply.calls, _call_ids(reply, "call_"), strict=True)
         ]
-    prompt, output = _usage(reply, body)
+    usage = _usage(reply, body)
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
         "object": "chat.completion",
@@ -570,11 +613,7 @@ def _openai_completion(reply: Reply, body: dict[str, Any], model: str) -> dict[s
                 "finish_reason": "tool_calls" if reply.calls else "stop",
             }
         ],
-        "usage": {
-            "prompt_tokens": prompt,
-            "completion_tokens": output,
-            "total_tokens": prompt + output,
-        },
+        "usage": _openai_usage(usage),
     }
 
 
@@ -601,8 +640,11 @@ def _openai_call_deltas(reply: Reply) -> Iterator[dict[str, Any]]:
         yield from (delta for delta in round_ if delta is not None)
 
 
-def _openai_stream(events: _EventStream, reply: Reply, body: dict[str, Any], model: str) -> None:
-    include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+def _openai_stream(
+    events: _EventStream, reply: Reply, body: dict[str, Any], model: str, report_usage: bool
+) -> None:
+    asked = bool((body.get("stream_options") or {}).get("include_usage"))
+    include_usage = asked and report_usage
     base = {
         "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
         "object": "chat.completion.chunk",
@@ -629,13 +671,7 @@ def _openai_stream(events: _EventStream, reply: Reply, body: dict[str, Any], mod
         chunk({"tool_calls": [delta]})
     chunk({}, "tool_calls" if reply.calls else "stop")
     if include_usage:
-        prompt, output = _usage(reply, body)
-        usage = {
-            "prompt_tokens": prompt,
-            "completion_tokens": output,
-            "total_tokens": prompt + output,
-        }
-        events.send({**base, "choices": [], "usage": usage})
+        events.send({**base, "choices": [], "usage": _openai_usage(_usage(reply, body))})
     events.send("[DONE]")
 
 
@@ -666,7 +702,7 @@ def _anthropic_message(reply: Reply, body: dict[str, Any], model: str) -> dict[s
                     "input": call.arguments_object(),
                 }
             )
-    prompt, output = _usage(reply, body)
+    usage = _usage(reply, body)
     uses_tool = any(block["type"] == "tool_use" for block in content)
     return {
         "id": f"msg_{uuid.uuid4().hex[:24]}",
@@ -676,13 +712,15 @@ def _anthropic_message(reply: Reply, body: dict[str, Any], model: str) -> dict[s
         "content": content,
         "stop_reason": "tool_use" if uses_tool else "end_turn",
         "stop_sequence": None,
-        "usage": {"input_tokens": prompt, "output_tokens": output},
+        "usage": _anthropic_usage(usage, output=usage.output),
     }
 
 
-def _anthropic_stream(events: _EventStream, reply: Reply, body: dict[str, Any], model: str) -> None:
-    prompt, output = _usage(reply, body)
-    message = {
+def _anthropic_stream(
+    events: _EventStream, reply: Reply, body: dict[str, Any], model: str, report_usage: bool
+) -> None:
+    usage = _usage(reply, body)
+    message: dict[str, Any] = {
         "id": f"msg_{uuid.uuid4().hex[:24]}",
         "type": "message",
         "role": "assistant",
@@ -690,8 +728,9 @@ def _anthropic_stream(events: _EventStream, reply: Reply, body: dict[str, Any], 
         "content": [],
         "stop_reason": None,
         "stop_sequence": None,
-        "usage": {"input_tokens": prompt, "output_tokens": 1},
     }
+    if report_usage:
+        message["usage"] = _anthropic_usage(usage, output=1)
     events.send({"type": "message_start", "message": message})
     events.send({"type": "ping"})
     blocks: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
@@ -723,5 +762,8 @@ def _anthropic_stream(events: _EventStream, reply: Reply, body: dict[str, Any], 
             return
         events.send({"type": "content_block_stop", "index": index})
     stop = {"stop_reason": "tool_use" if reply.calls else "end_turn", "stop_sequence": None}
-    events.send({"type": "message_delta", "delta": stop, "usage": {"output_tokens": output}})
+    delta: dict[str, Any] = {"type": "message_delta", "delta": stop}
+    if report_usage:
+        delta["usage"] = {"output_tokens": usage.output}
+    events.send(delta)
     events.send({"type": "message_stop"})

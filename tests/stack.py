@@ -80,7 +80,10 @@ class RedisServer:
 
 
 class Stack:
-    def __init__(self, **env: str) -> None:
+    def __init__(self, *, per_process: dict[str, dict[str, str]] | None = None, **env: str) -> None:
+        """``env``: for every process; ``per_process``: more for one of them ("web", "runner",
+        "worker"), e.g. each its own METRICS_PORT."""
+        self.per_process = per_process or {}
         self.redis = RedisServer()
         self.env = {
             "AGENT_HEARTBEAT_TIMEOUT": HEARTBEAT_TIMEOUT,
@@ -99,12 +102,13 @@ class Stack:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def _spawn(self, args: list[str], log: str) -> subprocess.Popen[bytes]:
+    def _spawn(self, args: list[str], log: str, kind: str = "") -> subprocess.Popen[bytes]:
         out = open(Path(settings.VAR_DIR) / log, "ab")  # noqa: SIM115 - the process owns it
+        env = {**self.env, **self.per_process.get(kind, {})}
         return subprocess.Popen(
             args,
             cwd=ROOT,
-            env=child_env(REDIS_URL=self.redis.url, **self.env),
+            env=child_env(REDIS_URL=self.redis.url, **env),
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # killpg takes a worker's pool children with it
@@ -119,7 +123,7 @@ class Stack:
 
     def start_web(self) -> None:
         self.web = self._spawn(
-            [sys.executable, "manage.py", "serve", "--port", str(self.port)], "stack-web.log"
+            [sys.executable, "manage.py", "serve", "--port", str(self.port)], "stack-web.log", "web"
         )
         wait_for(
             lambda: self.web is None or self.web.poll() is not None or self._healthz(),
@@ -133,6 +137,7 @@ class Stack:
         self.runner = self._spawn(
             [sys.executable, "manage.py", "agent_runner", "--name", self.runner_name],
             "stack-runner.log",
+            "runner",
         )
         wait_for(
             lambda: self.runner is None or self.runner.poll() is not None or self._runner_up(),
@@ -148,6 +153,7 @@ class Stack:
             + ["-Q", "tools,browser", "-c", "2", "-n", f"{self.worker_name}@%h"]
             + ["-l", "WARNING", "--without-mingle", "--without-gossip"],
             "stack-worker.log",
+            "worker",
         )
         wait_for(
             lambda: self.worker is None or self.worker.poll() is not None or self._worker_up(),

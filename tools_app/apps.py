@@ -17,6 +17,7 @@ class ToolsAppConfig(AppConfig):
         from django.db.models.signals import m2m_changed
 
         from infra.maintenance import maintenance_step
+        from infra.metrics import metrics_reader
         from tools_app import checks, executors
         from tools_app.executors.browser import browser_maintenance
         from tools_app.models import ToolFunctionConfig, ToolGroupConfig, ToolSource, config_track
@@ -38,6 +39,16 @@ class ToolsAppConfig(AppConfig):
         maintenance_step("expired approvals", _expire_approvals, order=15)
         maintenance_step("idle sandboxes", _reap_idle_sandboxes, order=30)
         maintenance_step("browser", browser_maintenance, order=40)
+        # /metrics of the web process: calls waiting for a person's decision.
+        metrics_reader("approvals pending", _approvals_pending, scope="deployment")
+
+
+def _approvals_pending() -> list[Any]:
+    from infra.metrics import gauge
+    from tools_app.models import ToolCall
+
+    waiting = ToolCall.objects.filter(status=ToolCall.Status.AWAITING_APPROVAL).count()
+    return [gauge("cc_approvals_pending", "Tool calls waiting for an approval", waiting)]
 
 
 def _approvers_changed(sender: Any, action: str, **kwargs: Any) -> None:

@@ -255,6 +255,9 @@ class ToolCall(models.Model):
         indexes = [
             models.Index(fields=["status"]),
             models.Index(fields=["tool", "created_at"]),
+            # A person's calls of a day: the tool-call quotas and the Usage page.
+            models.Index(fields=["user", "created_at"], name="toolcall_user_created"),
+            models.Index(fields=["created_at"], name="toolcall_created"),
         ]
 
     def __str__(self) -> str:
@@ -316,6 +319,7 @@ class AuditRecord(models.Model):
         SETTINGS = "settings", "settings change"
         PEOPLE = "people", "people change"
         READ = "read", "conversation read"
+        QUOTA = "quota", "quota refusal"
 
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.CALL)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)

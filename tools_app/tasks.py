@@ -2,16 +2,19 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from typing import Any
 
 from celery import shared_task
 from celery.signals import worker_init, worker_process_shutdown, worker_ready, worker_shutdown
 
 
-@shared_task(name="tools_app.tasks.run_tool_call", ignore_result=True)
-def run_tool_call(tool_call_id: int) -> None:
+@shared_task(name="tools_app.tasks.run_tool_call", ignore_result=True, bind=True)
+def run_tool_call(self: Any, tool_call_id: int) -> None:
     from tools_app.services.execution import toolcall_execute
 
-    toolcall_execute(tool_call_id=tool_call_id)
+    # The span of whoever bound the call (a model round, a slash command), when traced.
+    trace = getattr(self.request, "traceparent", None) or ""
+    toolcall_execute(tool_call_id=tool_call_id, trace=trace if isinstance(trace, str) else "")
 
 
 @shared_task(name="tools_app.tasks.refresh_tool_source", ignore_result=True)

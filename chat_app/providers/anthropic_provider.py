@@ -37,6 +37,13 @@ from chat_app.providers.base import (
     stream_error,
 )
 
+_USAGE_FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+)
+
 
 @dataclass
 class _ToolBlock:
@@ -62,14 +69,13 @@ class _EventAssembler:
         self.text: list[str] = []
         self.tools: dict[int, _ToolBlock] = {}  # content-block index -> tool call
         self.stop_reason: str | None = None
-        self.usage: dict[str, int] = {}
+        self._raw: dict[str, int] = {}  # the usage fields as the server last gave them
         self.finished = False
 
     def feed(self, event: RawMessageStreamEvent) -> Iterator[TextDelta | ToolCallStarted]:
         self.started = True
         if event.type == "message_start":
-            self.usage["input_tokens"] = event.message.usage.input_tokens
-            self.usage["output_tokens"] = event.message.usage.output_tokens
+            self._count(getattr(event.message, "usage", None))
         elif event.type == "content_block_start":
             block = event.content_block
             if block.type == "text" and block.text:
@@ -89,9 +95,33 @@ class _EventAssembler:
             # thinking, signature and citation deltas carry nothing we show
         elif event.type == "message_delta":
             self.stop_reason = event.delta.stop_reason or self.stop_reason
-            self.usage["output_tokens"] = event.usage.output_tokens
+            self._count(getattr(event, "usage", None))
         elif event.type == "message_stop":
             self.finished = True
+
+    def _count(self, usage: object) -> None:
+        """message_start carries the prompt's counts, message_delta the output's so far (and,
+        from newer servers, the prompt's again): the last value given for each wins."""
+        if usage is None:  # a compatible server that reports nothing
+            return
+        for field in _USAGE_FIELDS:
+            value = getattr(usage, field, None)
+            if isinstance(value, int):
+                self._raw[field] = value
+
+    def _usage(self) -> dict[str, int]:
+        """As ``ModelReply.usage``: the prompt's tokens with the cache's counted in (Anthropic
+        counts cache reads and writes apart from ``input_tokens``), of which read from cache."""
+        raw = self._raw
+        if not raw:
+            return {}
+        cached = raw.get("cache_read_input_tokens", 0)
+        written = raw.get("cache_creation_input_tokens", 0)
+        return {
+            "input_tokens": raw.get("input_tokens", 0) + cached + written,
+            "output_tokens": raw.get("output_tokens", 0),
+            "cached_tokens": cached,
+        }
 
     def reply(self) -> ModelReply:
         if not self.finished:
@@ -103,7 +133,7 @@ class _EventAssembler:
                 for _, b in sorted(self.tools.items())
             ],
             stop_reason=self.stop_reason,
-            usage=self.usage,
+            usage=self._usage(),
         )
 
 

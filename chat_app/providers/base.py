@@ -11,7 +11,9 @@ Conventions shared by both adapters:
 * ``ModelReply.stop_reason`` is the provider's own word (``stop``/``tool_calls``/``length`` for
   OpenAI-compatible servers, ``end_turn``/``tool_use``/``max_tokens`` for Anthropic). Decide on
   ``tool_calls`` being non-empty, not on the stop reason.
-* ``ModelReply.usage`` holds ``input_tokens`` and ``output_tokens`` when the server reports them.
+* ``ModelReply.usage`` holds ``input_tokens`` (the whole prompt, cached tokens included),
+  ``cached_tokens`` (of those, read from the provider's prompt cache) and ``output_tokens``
+  when the server reports them; it is empty when the server reports nothing.
 * ``ToolCallStarted.index`` counts tool calls within the reply (0, 1, ...) for both providers.
 * Every failure is a ``ProviderError`` whose ``retryable`` says whether trying the same
   request again may help; retrying is the caller's business (see ``chat_app.services.retry``).

@@ -184,10 +184,7 @@ class _ChunkAssembler:
         self.started = True
         usage = chunk.get("usage")
         if usage:
-            self.usage = {
-                "input_tokens": int(usage.get("prompt_tokens") or 0),
-                "output_tokens": int(usage.get("completion_tokens") or 0),
-            }
+            self.usage = openai_usage(usage)
         for choice in (chunk.get("choices") or [])[:1]:  # we never ask for n > 1
             delta = choice.get("delta") or {}
             content = delta.get("content")
@@ -238,6 +235,19 @@ class _ChunkAssembler:
             stop_reason=self.finish_reason,
             usage=self.usage,
         )
+
+
+def openai_usage(usage: dict[str, Any]) -> dict[str, int]:
+    """``usage`` of a chunk (``stream_options.include_usage``) as ``ModelReply.usage``: the
+    prompt's tokens (cached ones included, as OpenAI counts them), of which cached, and the
+    completion's."""
+    details = usage.get("prompt_tokens_details") or {}
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    return {
+        "input_tokens": int(usage.get("prompt_tokens") or 0),
+        "output_tokens": int(usage.get("completion_tokens") or 0),
+        "cached_tokens": int(cached or 0),
+    }
 
 
 async def sse_data(lines: AsyncIterator[str]) -> AsyncIterator[dict[str, Any]]:

@@ -19,8 +19,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 import weakref
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
@@ -38,6 +40,7 @@ from chat_app.providers import (
     ModelReply,
     ProviderError,
     TextDelta,
+    ToolCallStarted,
     ToolsNotSupported,
     ToolSpec,
 )
@@ -53,6 +56,8 @@ from chat_app.services.providers import (
 )
 from chat_app.services.retry import RetryNotice, RetryPolicy, call_with_retries
 from chat_app.services.turns import turn_advance, turn_finish
+from chat_app.services.usage import round_gate, round_record
+from infra import tracing
 from tools_app import selectors
 from tools_app.events import toolcall_publish
 from tools_app.models import ToolCall
@@ -117,6 +122,16 @@ class RoundPlan:
     # this round's own (the reaper and a crash close it), so it is kept here, not read back.
     message: Message | None = None
     model: str = ""  # the model name asked for (the provider's when empty)
+    # For the usage record and the trace: what started the turn, whose it is, its span; when
+    # the reply's stream started, its first token arrived and it ended (time.monotonic()).
+    source: str = Turn.Source.CHAT
+    username: str = ""
+    trace: str = ""
+    round_trace: str = ""
+    stream_started: float = 0.0
+    first_token_at: float | None = None
+    stream_ended: float = 0.0
+    trace_attributes: dict[str, Any] = field(default_factory=dict)
 
 
 # A tool's schema depends only on its class: generating it (pydantic's JSON Schema plus the
@@ -181,7 +196,7 @@ def _round_prepare(turn_id: int, *, runner: str, clients: ClientCache | None) ->
     ).update(phase=Turn.Phase.STREAMING, runner=runner, heartbeat_at=timezone.now())
     if not claimed:  # finished, stopped, or already taken by another runner
         return None
-    turn = Turn.objects.select_related("conversation").get(pk=turn_id)
+    turn = Turn.objects.select_related("conversation", "user").get(pk=turn_id)
     if turn.cancel_requested:
         turn_finish(turn, status=Turn.Status.CANCELLED)
         return None
@@ -195,6 +210,10 @@ def _round_prepare(turn_id: int, *, runner: str, clients: ClientCache | None) ->
                 "Send a message to let the agent continue."
             ),
         )
+        return None
+    refusal = round_gate(turn)  # quotas (the platform's): the same for every way in
+    if refusal is not None:
+        turn_finish(turn, status=Turn.Status.FAILED, error=refusal, notice=f"⚠ {refusal}")
         return None
     agent = agent_for_conversation(turn.conversation)
     provider = agent.provider or provider_for_conversation(turn.conversation)
@@ -245,6 +264,9 @@ def _round_prepare(turn_id: int, *, runner: str, clients: ClientCache | None) ->
         ),
         message=message,
         model=model or provider.model,
+        source=turn.source,
+        username=turn.user.get_username() if turn.user else "",
+        trace=turn.trace_context,
     )
     _build_request(plan, turn)
     return plan
@@ -308,13 +330,19 @@ async def _stream_reply(
     forced = plan.offer.tool_choice if plan.native and plan.specs else None
 
     async def attempt(number: int) -> ModelReply:
+        plan.stream_started, plan.first_token_at = time.monotonic(), None
         events = plan.client.stream(
             system=plan.system, messages=plan.history or [], tools=plan.specs, tool_choice=forced
         )
         async with contextlib.aclosing(events):  # type: ignore[type-var]
             async for event in events:
                 if isinstance(event, TextDelta):
+                    if plan.first_token_at is None:
+                        plan.first_token_at = time.monotonic()
                     live.add_text(event.text)
+                elif isinstance(event, ToolCallStarted):
+                    if plan.first_token_at is None:
+                        plan.first_token_at = time.monotonic()
                 elif isinstance(event, ModelReply):
                     return event
         raise ProviderError("the model's stream ended without a reply", retryable=True)
@@ -329,6 +357,7 @@ async def _stream_reply(
 
 async def round_run(turn_id: int, supervisor: RoundSupervisor) -> None:
     """The whole round, as the runner schedules it for one message on the ``agent`` queue."""
+    taken_at = tracing.now()
     try:
         plan = await supervisor.db(
             round_prepare, turn_id, runner=supervisor.name, clients=supervisor.clients
@@ -339,6 +368,26 @@ async def round_run(turn_id: int, supervisor: RoundSupervisor) -> None:
         return
     if plan is None:
         return
+    span = tracing.span_start(
+        "model round",
+        parent=plan.trace,
+        start_time=taken_at,
+        attributes={
+            "gen_ai.operation.name": "chat",
+            "gen_ai.system": plan.provider.kind,
+            "gen_ai.request.model": plan.model,
+            "cc.turn.id": turn_id,
+        },
+    )
+    plan.round_trace = tracing.traceparent_of(span)
+    try:
+        await _round_stream_and_complete(plan, supervisor)
+    finally:
+        tracing.span_finish(span, attributes=plan.trace_attributes)
+
+
+async def _round_stream_and_complete(plan: RoundPlan, supervisor: RoundSupervisor) -> None:
+    turn_id = plan.turn_id
     live = supervisor.track(
         turn_id=turn_id, conversation_id=plan.conversation_id, message_id=plan.message_id
     )
@@ -358,6 +407,7 @@ async def round_run(turn_id: int, supervisor: RoundSupervisor) -> None:
             else:
                 outcome = task.exception() or task.result()
             break
+        plan.stream_ended = time.monotonic()
         await live.drain()
     finally:
         supervisor.untrack(live)
@@ -372,7 +422,7 @@ async def round_run(turn_id: int, supervisor: RoundSupervisor) -> None:
 
 
 def round_complete(plan: RoundPlan, text: str, outcome: ModelReply | BaseException) -> None:
-    with selectors.config_pinned():
+    with selectors.config_pinned(), tracing.activated(plan.round_trace):
         _round_complete(plan, text, outcome)
 
 
@@ -382,10 +432,17 @@ def _round_complete(plan: RoundPlan, text: str, outcome: ModelReply | BaseExcept
         # The reaper ended it meanwhile (this runner looked dead: a long pause, a lost
         # database connection); what it told the person stands.
         logger.warning("turn %s ended while its reply streamed; dropping the reply", turn.pk)
+        round_record(plan, text, outcome)  # what it cost was spent all the same
         return
+
+    # The usage record: two INSERTs, each its own commit (bench/usage_record.py measured a
+    # shared transaction, with the savepoint it needs, as dearer: more round trips).
+    def record() -> dict[str, Any]:
+        return round_record(plan, text, outcome)
+
     if isinstance(outcome, Stopped):
         if outcome.reason == "shutdown":
-            _close_message(plan, text, state=Message.State.ERROR)
+            _close_message(plan, text, state=Message.State.ERROR, record=record)
             turn_finish(
                 turn,
                 status=Turn.Status.FAILED,
@@ -393,23 +450,22 @@ def _round_complete(plan: RoundPlan, text: str, outcome: ModelReply | BaseExcept
                 notice=RUNNER_SHUTDOWN,
             )
         else:
-            _close_message(plan, text, state=Message.State.CANCELLED)
+            _close_message(plan, text, state=Message.State.CANCELLED, record=record)
             turn_finish(turn, status=Turn.Status.CANCELLED)
         return
     if isinstance(outcome, ProviderError):
-        _close_message(plan, text, state=Message.State.ERROR)
+        _close_message(plan, text, state=Message.State.ERROR, record=record)
         turn_finish(
             turn, status=Turn.Status.FAILED, error=outcome.message, notice=f"⚠ {outcome.message}"
         )
         return
     if isinstance(outcome, BaseException):
         logger.error("turn %s: the model round crashed", plan.turn_id, exc_info=outcome)
-        _close_message(plan, text, state=Message.State.ERROR)
+        _close_message(plan, text, state=Message.State.ERROR, record=record)
         error = f"internal error while streaming the reply: {type(outcome).__name__}: {outcome}"
         turn_finish(turn, status=Turn.Status.FAILED, error=error, notice=f"⚠ {error}")
         return
-    usage = {**outcome.usage, "model": plan.model} if outcome.usage else {}
-    _close_message(plan, outcome.text, state=Message.State.COMPLETE, usage=usage)
+    _close_message(plan, outcome.text, state=Message.State.COMPLETE, record=record, shown=True)
     requests = _tool_requests(outcome, native=plan.native, turn_id=plan.turn_id)
     if not requests:
         turn_finish(turn, status=Turn.Status.SUCCEEDED)
@@ -517,18 +573,28 @@ def _bind_and_dispatch(plan: RoundPlan, requests: list[CallRequest]) -> None:
 
 
 def _close_message(
-    plan: RoundPlan, text: str, *, state: str, usage: dict[str, Any] | None = None
+    plan: RoundPlan,
+    text: str,
+    *,
+    state: str,
+    record: Callable[[], dict[str, Any]] | None = None,
+    shown: bool = False,
 ) -> None:
-    if not Message.objects.filter(pk=plan.message_id, state=Message.State.STREAMING).update(
-        content=text, state=state, note="", version=F("version") + 1, usage=usage or {}
-    ):
+    """Store the reply's end; ``record``: the round's usage record, written first (``shown``:
+    what it returns is kept on the message, for the page)."""
+    usage = record() if record is not None else {}
+    usage = usage if shown else {}
+    closed = Message.objects.filter(pk=plan.message_id, state=Message.State.STREAMING).update(
+        content=text, state=state, note="", version=F("version") + 1, usage=usage
+    )
+    if not closed:
         return  # closed meanwhile (the reaper): what it wrote stands
     message = plan.message
     if message is None:
         message = Message.objects.get(pk=plan.message_id)
     else:  # as the UPDATE left it: it was still streaming, so no one else wrote it since
         message.content, message.state, message.note = text, state, ""
-        message.usage = usage or {}
+        message.usage = usage
         message.version += 1
     # None bound yet. Queued, not waited for: the calls' cards and the turn's end follow it.
     message_publish(message, calls=[], wait=False)

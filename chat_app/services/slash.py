@@ -53,6 +53,7 @@ def slash_run(
     source: str = Turn.Source.CHAT,
     scope: list[str] | None = None,
     branch_of: Turn | None = None,
+    trace: str = "",
 ) -> Turn | None:
     """Run ``text`` (``/tool args``) as a turn of one call. ``scope``: the tool list of what
     started the turn (a subagent, a schedule); the call binds within it and within the agent's
@@ -83,6 +84,7 @@ def slash_run(
                 source=source,
                 phase=Turn.Phase.TOOLS,
                 tool_scope=scope,
+                trace_context=trace,
             )
             if branch_of is not None:  # an edited command: beside the turn it replaces
                 turn.branch_from(branch_of)

@@ -25,6 +25,7 @@ from chat_app.services.slash import slash_run
 from chat_app.services.titles import DEFAULT_TITLE, title_from
 from chat_app.services.uploads import clean_attachments
 from chat_app.signals import turn_finished, turn_stopping
+from infra import metrics, tracing
 from infra.celery_app import app as celery_app
 from tools_app.models import ToolCall
 from tools_app.services.execution import toolcall_cancel
@@ -114,6 +115,37 @@ def turn_start(
         running = conversation.turns.filter(status=Turn.Status.RUNNING).first()
     if running is not None:
         raise TurnError("the agent is still working on the previous message; press Stop first")
+    trace = tracing.turn_context_new()  # '' unless tracing is on
+    with tracing.span("turn start", parent=trace, attributes={"cc.turn.source": source}):
+        return _turn_start(
+            conversation=conversation,
+            user_id=user_id,
+            text=text,
+            model=model,
+            max_rounds=max_rounds,
+            origin=origin,
+            source=source,
+            scope=scope,
+            branch_of=branch_of,
+            attachments=attachments,
+            trace=trace,
+        )
+
+
+def _turn_start(
+    *,
+    conversation: Conversation,
+    user_id: int,
+    text: str,
+    model: str,
+    max_rounds: int | None,
+    origin: str,
+    source: str,
+    scope: list[str] | None,
+    branch_of: Turn | None,
+    attachments: list[dict[str, Any]] | None,
+    trace: str,
+) -> Turn | None:
     if text.startswith("/"):
         slashed = slash_run(
             conversation=conversation,
@@ -123,6 +155,7 @@ def turn_start(
             source=source,
             scope=scope,
             branch_of=branch_of,
+            trace=trace,
         )
         # A slash-only conversation is named after its first command.
         if conversation_touch(conversation, first_text=text):
@@ -140,6 +173,7 @@ def turn_start(
         model=model,
         tool_scope=scope,
         heartbeat_at=timezone.now(),  # queued at
+        trace_context=trace,
     )
     if branch_of is not None:
         turn.branch_from(branch_of)
@@ -201,6 +235,7 @@ def turn_finish(turn: Turn, *, status: str, error: str = "", notice: str = "") -
                 content=notice,
             )
     turn.refresh_from_db()
+    _turn_ended(turn)
     if message is not None:
         message_publish(message, calls=[])
     turn_publish(turn)
@@ -210,6 +245,25 @@ def turn_finish(turn: Turn, *, status: str, error: str = "", notice: str = "") -
         if isinstance(result, Exception):
             logger.error("turn %s: %r failed", turn.pk, receiver, exc_info=result)
     return True
+
+
+def _turn_ended(turn: Turn) -> None:
+    """Count the turn, and end its span (here, whichever process ended it)."""
+    metrics.TURNS.labels(turn.status, turn.source).inc()
+    if turn.trace_context:
+        tracing.turn_span_end(
+            turn.trace_context,
+            started_at=turn.started_at.timestamp(),
+            attributes={
+                "cc.turn.id": turn.pk,
+                "cc.turn.status": turn.status,
+                "cc.turn.source": turn.source,
+                "cc.turn.kind": turn.kind,
+                "cc.turn.tool_rounds": turn.round,
+                "cc.conversation.id": turn.conversation_id,
+            },
+            error=turn.error if turn.status == Turn.Status.FAILED else "",
+        )
 
 
 def turn_stop(*, turn: Turn) -> None:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django import template
@@ -75,3 +76,36 @@ def result_parts(call: Any) -> list[dict[str, str]]:
         else:
             small[key] = value
     return [{"key": "", "text": pretty_json(small)}, *blocks]
+
+
+@register.filter
+def money(value: Any) -> str:
+    """Dollars as people read them: $1.23, or four decimals below a cent ($0.0042)."""
+    try:
+        amount = Decimal(str(value or 0))
+    except (InvalidOperation, ValueError):
+        return ""
+    if amount == 0:
+        return "$0"
+    if abs(amount) < Decimal("0.01"):
+        return f"${amount:.4f}"
+    return f"${amount:,.2f}"
+
+
+@register.filter
+def tokens(value: Any) -> str:
+    """12,345 → 12.3k; 2,500,000 → 2.5M (a reader's rounding; tables keep it short)."""
+    try:
+        n = int(value or 0)
+    except (TypeError, ValueError):
+        return ""
+    if n >= 1_000_000:
+        return f"{n / 1_000_000:.1f}M"
+    if n >= 10_000:
+        return f"{n / 1000:.1f}k"
+    return f"{n:,}"
+
+
+@register.filter
+def get_item(row: Any, key: str) -> Any:
+    return row.get(key) if isinstance(row, dict) else getattr(row, key, None)

@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from infra import tracing
 from tools_app.errors import ToolCancelled, ToolError, ToolTimeout
 from tools_app.registry import GroupSettings
 from tools_app.runtime import ActivityContext
@@ -47,23 +48,37 @@ def run_in_sandbox(
     backend = None if settings.sandbox_backend == "auto" else settings.sandbox_backend
     try:
         sandbox = get_sandbox(backend)
-        request = ExecRequest(
-            argv=argv,
-            cwd=cwd,
-            env={**COMMAND_ENV, **(env or {})},
-            stdin=stdin,
-            timeout=timeout,
-            max_output=max_output,
-            network=network,
-        )
-        result = sandbox.exec(
-            ctx.workspace_id,
-            ctx.workspace_dir,
-            request,
-            # Sandboxes call back with (stream, text); emit_output takes (text, stream).
-            on_output=(lambda name, text: ctx.emit_output(text, name)) if stream else None,
-            cancel=ctx.cancel,
-        )
+        ctx.extra["sandbox_backend"] = sandbox.name
+        with tracing.span("sandbox exec", attributes={"cc.sandbox.backend": sandbox.name}) as span:
+            # The command may continue the trace (the OTel convention for environment carriers).
+            traced = {"TRACEPARENT": tracing.current_traceparent()} if span is not None else {}
+            request = ExecRequest(
+                argv=argv,
+                cwd=cwd,
+                env={**COMMAND_ENV, **traced, **(env or {})},
+                stdin=stdin,
+                timeout=timeout,
+                max_output=max_output,
+                network=network,
+            )
+            result = sandbox.exec(
+                ctx.workspace_id,
+                ctx.workspace_dir,
+                request,
+                # Sandboxes call back with (stream, text); emit_output takes (text, stream).
+                on_output=(lambda name, text: ctx.emit_output(text, name)) if stream else None,
+                cancel=ctx.cancel,
+            )
+            if span is not None:
+                span.set_attributes(
+                    {
+                        "cc.sandbox.id": result.sandbox_id,
+                        "cc.sandbox.exit_code": -1
+                        if result.exit_code is None
+                        else result.exit_code,
+                        "cc.sandbox.timed_out": result.timed_out,
+                    }
+                )
     except SandboxError as exc:
         raise ToolError(f"sandbox unavailable: {exc}", permanent=False) from exc
     except ValueError as exc:  # a request the sandbox refuses (e.g. cwd outside /workspace)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from infra import metrics
 from tools_app.sandbox.base import DEFAULT_PATH, WORKSPACE, SandboxError
 from tools_app.sandbox.hardening import NETWORK, Hardening
 
@@ -187,6 +188,7 @@ class ContainerPool:
                 return warm.container_id
             cid = self._find_or_create(name, workspace_id, workspace, network)
             self._warm[name] = _Warm(cid, workspace, time.time(), dir_id)
+            self._count()
             return cid
 
     def _find_or_create(self, name: str, workspace_id: str, workspace: Path, network: bool) -> str:
@@ -337,15 +339,23 @@ class ContainerPool:
                 raise
         self._forget(cid)
 
+    def _count(self) -> None:
+        """The warm containers this process holds, as the cc_sandbox_pool_size gauge."""
+        metrics.SANDBOX_POOL.labels("docker").set(
+            len({w.container_id for w in self._warm.values()})
+        )
+
     def _forget(self, cid: str) -> None:
         for name, warm in list(self._warm.items()):
             if warm.container_id == cid:
                 self._warm.pop(name, None)
+        self._count()
 
     def forget(self, workspace_id: str, network: bool) -> None:
         """Drop our cached id so the next ``ensure`` asks the engine again (and recreates a dead
         container, or waits for one another process is starting)."""
         self._warm.pop(container_name(workspace_id, network, self.namespace), None)
+        self._count()
 
     def kill(self, cid: str) -> bool:
         """Kill the container's init, taking every process in it down; it is recreated later."""

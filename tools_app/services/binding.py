@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
@@ -22,6 +22,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 from pydantic import ValidationError
 
+from infra import metrics, tracing
 from infra.celery_app import app as celery_app
 from tools_app import selectors
 from tools_app.errors import PolicyDenied, ToolError
@@ -222,6 +223,26 @@ def _check_limits(
             )
 
 
+# The quotas' check (an app above registers it at ready()): the words to refuse a call with,
+# or None. Asked for every call that would run, whatever way it came in.
+CallGate = Callable[[ToolCall], "str | None"]
+_gate: CallGate | None = None
+
+
+def call_gate_set(check: CallGate | None) -> None:
+    """``check(call)`` (an unsaved call that may run) returns a refusal or None."""
+    global _gate
+    _gate = check
+
+
+def _check_gate(call: ToolCall) -> None:
+    if _gate is None:
+        return
+    refusal = _gate(call)
+    if refusal is not None:
+        raise _Refused(ToolCall.Status.DENIED, refusal, verdict="quota")
+
+
 @dataclass
 class CheckedCall:
     """A call checked as far as it can be without writing (``toolcall_check``): the unsaved
@@ -364,6 +385,7 @@ def toolcall_store(
                 conversation_id=call.conversation_id,
                 function_limit=checked.function_limit,
             )
+            _check_gate(call)
         except _Refused as refused:
             _refuse(call, refused)
     call.save()
@@ -374,6 +396,20 @@ def toolcall_store(
         # finishes (every call finishes: run, cancelled, or failed by the reaper), one write
         # instead of two on the hot path.
         audit_call(call, new=True)
+    if call.status in ToolCall.TERMINAL:  # refused here: its figures and its span now
+        metrics.tool_call_ended(
+            tool=call.tool, status=call.status, source=call.source, seconds=None
+        )
+        tracing.record(
+            f"tool {call.tool}",
+            attributes={
+                "cc.tool": call.tool,
+                "cc.tool.group": call.group,
+                "cc.tool.status": call.status,
+                "cc.policy.verdict": call.policy_verdict or "refused",
+            },
+            error=call.error,
+        )
     return call
 
 
@@ -410,14 +446,17 @@ def _refuse(call: ToolCall, refused: _Refused) -> None:
 
 
 def toolcall_dispatch(call: ToolCall) -> None:
-    """Queue a bound call on its Celery queue once the surrounding transaction commits."""
-    transaction.on_commit(lambda: toolcall_send(call.pk, call.queue or "tools"))
+    """Queue a bound call on its Celery queue once the surrounding transaction commits (with
+    the current trace context, when tracing is on: the call's span joins it)."""
+    trace = tracing.current_traceparent()
+    transaction.on_commit(lambda: toolcall_send(call.pk, call.queue or "tools", trace=trace))
 
 
-def toolcall_send(call_id: int, queue: str) -> None:
+def toolcall_send(call_id: int, queue: str, *, trace: str = "") -> None:
     """Send the call's message. If the broker is down (a Redis restart), the call stays
     queued and the maintenance pass sends it again once the broker is back."""
     try:
-        celery_app.send_task(RUN_TOOL_CALL_TASK, (call_id,), queue=queue)
+        headers = {"traceparent": trace} if trace else None
+        celery_app.send_task(RUN_TOOL_CALL_TASK, (call_id,), queue=queue, headers=headers)
     except Exception as exc:
         logger.warning("tool call %s stays queued: the broker is unreachable (%s)", call_id, exc)

@@ -21,6 +21,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from infra import metrics, tracing
 from tools_app import selectors
 from tools_app.errors import PolicyDenied, ToolCancelled, ToolError, ToolTimeout
 from tools_app.events import toolcall_publish
@@ -75,11 +76,33 @@ def _claim(tool_call_id: int) -> tuple[ToolCall, bool] | None:
     return call, audit_open
 
 
-def toolcall_execute(*, tool_call_id: int) -> None:
+def toolcall_execute(*, tool_call_id: int, trace: str = "") -> None:
+    """Run a queued call; ``trace``: the ``traceparent`` it was sent with (its span's
+    parent)."""
     claimed = _claim(tool_call_id)
     if claimed is None:  # cancelled (or taken) before it started
         return
     call, audit_open = claimed
+    if not tracing.enabled():
+        _execute(call, audit_open)
+        return
+    attributes = {"cc.tool": call.tool, "cc.tool.group": call.group, "cc.tool_call.id": call.pk}
+    with tracing.span(f"tool {call.tool}", parent=trace, attributes=attributes) as span:
+        ctx = _execute(call, audit_open)
+        span.set_attributes(
+            {
+                "cc.tool.status": call.status,
+                "cc.policy.verdict": call.policy_verdict,
+                "cc.sandbox.backend": str(ctx.extra.get("sandbox_backend", "")),
+            }
+        )
+        if call.status != ToolCall.Status.SUCCEEDED:
+            from opentelemetry.trace import Status, StatusCode
+
+            span.set_status(Status(StatusCode.ERROR, (call.error or call.status)[:500]))
+
+
+def _execute(call: ToolCall, audit_open: bool) -> ActivityContext[Any]:
 
     # Imported tools (MCP, OpenAPI) are registered as the configuration's token has them.
     config = selectors.config_snapshot(token=getattr(call, "cc_config_token", None))
@@ -156,6 +179,7 @@ def toolcall_execute(*, tool_call_id: int) -> None:
         current=True,
         audit_open=audit_open,
     )
+    return ctx
 
 
 def _storable(result: dict[str, Any]) -> dict[str, Any]:
@@ -234,6 +258,12 @@ def toolcall_finish(
                 return False
             call.refresh_from_db()
             audit_call(call, new=not audit_open)
+    metrics.tool_call_ended(
+        tool=call.tool,
+        status=status,
+        source=call.source,
+        seconds=None if duration_ms is None else duration_ms / 1000,
+    )
     # The call's end and its audit record are stored together (above); then the card, and
     # only once it is sent what the finish sets off (the turn's next round, maybe in another
     # process), so the chat shows the call finished before what follows it.

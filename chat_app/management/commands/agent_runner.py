@@ -37,7 +37,9 @@ class Command(BaseCommand):
                 "REDIS_URL); in embedded mode `manage.py serve` runs it in-process"
             )
         from chat_app.runner import AgentRunner
+        from infra.observability import observability_start
 
+        observability_start("runner")  # METRICS_PORT, OTEL_*
         runner = AgentRunner(name=name or None, capacity=capacity or None)
         self.stdout.write(f"agent runner {runner.name} (capacity {runner.capacity})")
         self.stdout.flush()

@@ -35,7 +35,9 @@ class Command(BaseCommand):
         from chat_app.services.providers import provider_seed_from_env
         from infra.body_limit import CappedServer
         from infra.maintenance import start_maintenance_thread
+        from infra.observability import observability_start
 
+        observability_start("web")  # its metrics: /metrics; traces if OTEL_* say so
         provider_seed_from_env()
         if settings.MODE == "embedded" and not no_worker:
             from chat_app.embedded import start_embedded_worker

@@ -1,0 +1,1 @@
+"""Usage and cost: the Usage page, CSV export and quotas."""

@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+from django import forms
+
+from chat_app.models import Provider
+from platform_app.models import Quota
+
+
+class QuotaForm(forms.Form):
+    target = forms.ChoiceField(label="Whose", choices=())
+    metric = forms.ChoiceField(label="Measure", choices=Quota.Metric.choices)
+    period = forms.ChoiceField(label="Period", choices=Quota.Period.choices)
+    limit = forms.DecimalField(
+        label="Limit",
+        required=False,
+        min_value=0,
+        max_digits=16,
+        decimal_places=4,
+        help_text="Tokens, dollars or calls. Empty, for a person: no limit for them.",
+    )
+
+    def __init__(self, *args: object, targets: list[tuple[str, str]], **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.fields["target"].choices = targets  # type: ignore[attr-defined]
+
+
+class PriceForm(forms.Form):
+    provider = forms.ModelChoiceField(
+        label="Provider",
+        queryset=Provider.objects.all(),
+        required=False,
+        empty_label="any provider",
+    )
+    model = forms.CharField(label="Model", max_length=200)
+    input_per_million = forms.DecimalField(
+        label="Input $ / M tokens", min_value=0, max_digits=12, decimal_places=4
+    )
+    output_per_million = forms.DecimalField(
+        label="Output $ / M tokens", min_value=0, max_digits=12, decimal_places=4
+    )
+    cached_per_million = forms.DecimalField(
+        label="Cached input $ / M tokens",
+        required=False,
+        min_value=0,
+        max_digits=12,
+        decimal_places=4,
+        help_text="Empty: the input price.",
+    )
