@@ -8,9 +8,9 @@ it in the web UI (the Tokens page lists them). A client that cancels its request
 (``notifications/cancelled``) stops the call. A call's answer waits on the events the call
 publishes to its group (``toolcall_<id>``) on the channel layer, not on a poll of its row.
 
-Authentication: ``Authorization: Bearer <token>`` with a personal API token (Tokens page or
-``manage.py api_tokens create``), checked from the headers before any body is read. Requests
-are rate-limited per token. Only POST is served (stateless: no event stream to GET). Nothing
+Authentication: ``Authorization: Bearer <token>`` with a personal API token that has the
+``mcp`` scope (Tokens page or ``manage.py api_tokens create``), checked from the headers
+before any body is read. Requests are rate-limited per token. Only POST is served (stateless: no event stream to GET). Nothing
 the server fails on reaches the client but a generic error; the details go to the log.
 """
 
@@ -324,7 +324,7 @@ class McpEndpoint:
         checked (and none is larger than MAX_REQUEST_BODY_BYTES, infra/body_limit.py)."""
         if scope["type"] != "http":
             return
-        from platform_app.api_tokens import TokenError, api_token_hit, api_token_verify
+        from platform_app.api_tokens import Refusal, api_token_for_request, bearer_token
 
         if scope["method"] != "POST":
             # Stateless: no session to end (DELETE) and no server-sent event stream (GET), which
@@ -338,29 +338,10 @@ class McpEndpoint:
             )
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        auth = headers.get("authorization", "")
-        raw = auth[7:].strip() if auth[:7].lower() == "bearer " else ""
-        refused = "a valid API token is required"
-        try:
-            token = await sync_to_async(api_token_verify)(raw) if raw else None
-        except TokenError as exc:
-            token, refused = None, str(exc)
-        if token is None:
-            await _json(
-                send,
-                401,
-                {"error": "invalid_token", "error_description": refused},
-                extra=[(b"www-authenticate", b'Bearer realm="controlcenter"')],
-            )
-            return
-        wait = await sync_to_async(api_token_hit)(token)
-        if wait:
-            await _json(
-                send,
-                429,
-                {"error": "rate_limited", "error_description": f"try again in {wait} s"},
-                extra=[(b"retry-after", str(wait).encode())],
-            )
+        raw = bearer_token(headers.get("authorization", ""))
+        token = await sync_to_async(api_token_for_request)(raw, scope="mcp")
+        if isinstance(token, Refusal):
+            await _refuse(send, token)
             return
         app = await self._ensure_started()
         scope = {**scope, "path": "/mcp/", "raw_path": b"/mcp/", "cc_token_id": token.pk}
@@ -369,6 +350,21 @@ class McpEndpoint:
             await app(scope, receive, send)
         finally:
             _token_id.reset(reset)
+
+
+async def _refuse(send: Any, refusal: Any) -> None:
+    """401 (no usable token), 403 (no ``mcp`` scope) or 429 (rate limit, with Retry-After),
+    in OAuth's error words as MCP clients expect them."""
+    error = {401: "invalid_token", 403: "insufficient_scope", 429: "rate_limited"}
+    extra = []
+    if refusal.status == 401:
+        extra.append((b"www-authenticate", b'Bearer realm="controlcenter"'))
+    message = refusal.message
+    if refusal.status == 429:
+        extra.append((b"retry-after", str(refusal.retry_after).encode()))
+        message = f"{message}; try again in {refusal.retry_after} s"
+    body = {"error": error.get(refusal.status, "refused"), "error_description": message}
+    await _json(send, refusal.status, body, extra=extra)
 
 
 async def _json(

@@ -12,6 +12,7 @@ urlpatterns = [
     path("approvals/<int:call_id>/decide/", approvals.approval_decide, name="approval-decide"),
     path("tokens/", views.tokens, name="tokens"),
     path("tokens/<int:token_id>/revoke/", views.token_revoke, name="token-revoke"),
+    path("tokens/<int:token_id>/edit/", views.token_edit, name="token-edit"),
     path("tokens/calls/<int:call_id>/decide/", views.token_decide, name="token-decide"),
     path("schedules/", views.schedule_list, name="schedules"),
     path("schedules/new/", views.my_schedules, name="schedule-new"),
