@@ -10,8 +10,9 @@ publishes to its group (``toolcall_<id>``) on the channel layer, not on a poll o
 
 Authentication: ``Authorization: Bearer <token>`` with a personal API token that has the
 ``mcp`` scope (Tokens page or ``manage.py api_tokens create``), checked from the headers
-before any body is read. Requests are rate-limited per token. Only POST is served (stateless: no event stream to GET). Nothing
-the server fails on reaches the client but a generic error; the details go to the log.
+before any body is read. Requests are rate-limited per token. Only POST is served
+(stateless: no event stream to GET). Nothing the server fails on reaches the client but a
+generic error; the details go to the log.
 """
 
 from __future__ import annotations
@@ -23,10 +24,9 @@ import logging
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from channels.layers import get_channel_layer
 from django.conf import settings
 
-from infra.events import toolcall_group
+from infra.events import GroupListener, toolcall_group
 
 logger = logging.getLogger(__name__)
 
@@ -122,51 +122,17 @@ def _cancel(call_id: int) -> None:
 
 
 # --- waiting for a call -------------------------------------------------------------------------
-class _CallEvents:
+class _CallEvents(GroupListener):
     """The events one call publishes, received on a channel of our own in its group."""
 
     def __init__(self, call_id: int) -> None:
-        self.group = toolcall_group(call_id)
-        self.layer: Any = get_channel_layer()
-        self.channel = ""
-        self._receiving: asyncio.Future[Any] | None = None
-
-    async def __aenter__(self) -> _CallEvents:
-        if self.layer is not None:
-            try:
-                self.channel = await self.layer.new_channel()
-                await self.layer.group_add(self.group, self.channel)
-            except Exception:  # an unreachable layer: the call is still answered, by polling
-                logger.warning("cannot subscribe to %s; polling it", self.group, exc_info=True)
-                self.layer = None
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        if self._receiving is not None:
-            self._receiving.cancel()
-        if self.layer is not None:
-            try:
-                await asyncio.shield(self.layer.group_discard(self.group, self.channel))
-            except Exception:
-                logger.warning("cannot leave %s", self.group, exc_info=True)
+        super().__init__(toolcall_group(call_id))
 
     async def next_status(self, timeout: float) -> str | None:
         """The status the call's next card announces ("" for another event), or None when
         nothing came within ``timeout``."""
-        if self.layer is None:
-            await asyncio.sleep(timeout)
-            return None
-        if self._receiving is None:
-            self._receiving = asyncio.ensure_future(self.layer.receive(self.channel))
-        done, _ = await asyncio.wait({self._receiving}, timeout=timeout)
-        if not done:
-            return None  # still receiving: the next call picks the same receive up
-        received, self._receiving = self._receiving, None
-        try:
-            payload = received.result().get("payload") or {}
-        except Exception:
-            logger.warning("cannot receive the events of %s", self.group, exc_info=True)
-            await asyncio.sleep(timeout)
+        payload = await self.receive(timeout)
+        if payload is None:
             return None
         return str(payload.get("status") or "") if payload.get("type") == "toolcall" else ""
 
