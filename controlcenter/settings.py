@@ -73,6 +73,7 @@ INSTALLED_APPS = [
     "channels",
     "django_htmx",
     "template_partials",
+    "ninja",  # the REST API's docs page (Swagger UI, served from static: no CDN)
     # The three layers, bottom up: each imports only those above it in this list.
     "tools_app",  # tools: registry, binding, execution, sandboxes, executors, Tools Manager
     "chat_app",  # conversations, turns, the agent loop and runner, providers, agent kinds

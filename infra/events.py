@@ -13,7 +13,7 @@ import os
 import threading
 from collections.abc import Iterable
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, Self
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
@@ -146,7 +146,7 @@ class GroupListener:
         self.channel = ""
         self._receiving: asyncio.Future[Any] | None = None
 
-    async def __aenter__(self) -> GroupListener:
+    async def __aenter__(self) -> Self:
         if self.layer is not None:
             try:
                 self.channel = await self.layer.new_channel()

@@ -92,7 +92,9 @@ def tokens(request: HttpRequest) -> HttpResponse:
             messages.success(
                 request, f"Token “{token.name}” created. Copy it now: it is not shown again."
             )
-    response = render(request, "platform/tokens.html", _tokens_context(request, created), status=status)
+    response = render(
+        request, "platform/tokens.html", _tokens_context(request, created), status=status
+    )
     if created:
         response["Cache-Control"] = "no-store"
     return response
