@@ -91,13 +91,25 @@ def turn_failed(outcome: Outcome) -> dict[str, Any]:
     return error_body(502, f"the turn failed: {message}", code="turn_failed")
 
 
-async def _close(events: GroupListener, reply: Reply, finished: bool) -> None:
-    await events.__aexit__(None, None, None)
-    if not finished and reply.turn_id is not None:
-        try:
-            await asyncio.shield(db(turn_stop_for_client)(reply.turn_id))
-        except Exception:
-            logger.exception("turn %s: could not stop it after its client left", reply.turn_id)
+_closing: set[asyncio.Task[None]] = set()
+
+
+def _close(events: GroupListener, reply: Reply, finished: bool) -> None:
+    """Leave the events' group and, when the reply did not reach its end (the client left),
+    stop the turn. In a task of its own: the stream's task may be cancelled, and the web
+    toolkit cancels every further wait inside it, so nothing there could finish this."""
+
+    async def close() -> None:
+        await events.__aexit__(None, None, None)
+        if not finished and reply.turn_id is not None:
+            try:
+                await db(turn_stop_for_client)(reply.turn_id)
+            except Exception:
+                logger.exception("turn %s: could not stop it after its client left", reply.turn_id)
+
+    task = asyncio.get_running_loop().create_task(close())
+    _closing.add(task)
+    task.add_done_callback(_closing.discard)
 
 
 async def stream_reply(
@@ -163,7 +175,7 @@ async def stream_reply(
             )
         yield "data: [DONE]\n\n"
     finally:
-        await _close(events, reply, finished)
+        _close(events, reply, finished)
 
 
 async def whole_reply(events: GroupListener, reply: Reply, *, keepalive: float) -> Any:
@@ -181,7 +193,7 @@ async def whole_reply(events: GroupListener, reply: Reply, *, keepalive: float) 
             content = compose(outcome, trace=reply.trace)
         finished = True
     finally:
-        await _close(events, reply, finished)
+        _close(events, reply, finished)
     if outcome.status == Turn.Status.FAILED:
         return turn_failed(outcome)
     usage = outcome.usage or {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
