@@ -147,6 +147,20 @@ def tool_function_change(request: HttpRequest, tool: str, body: FunctionPatch) -
 
 
 # --- audit ---------------------------------------------------------------------------------
+DAY = r"^\d{4}-\d{2}-\d{2}$"
+
+
+def _day(value: str | None, name: str) -> str:
+    if not value:
+        return ""
+    try:
+        return date.fromisoformat(value).isoformat()
+    except ValueError:
+        raise ApiError(
+            422, f"{name}: not a date (YYYY-MM-DD)", code="invalid_request", param=name
+        ) from None
+
+
 def _filters(
     tool: str, status: str, username: str, kind: str, source: str, q: str, since: Any, until: Any
 ) -> audit_selectors.AuditFilters:
@@ -158,8 +172,8 @@ def _filters(
             "kind": kind,
             "source": source,
             "q": q,
-            "date_from": since.isoformat() if since else "",
-            "date_to": until.isoformat() if until else "",
+            "date_from": _day(since, "date_from"),
+            "date_to": _day(until, "date_to"),
         }
     )
 
@@ -173,8 +187,8 @@ def audit_list(
     kind: str = Query("", max_length=20),
     source: str = Query("", max_length=20),
     q: str = Query("", max_length=200),
-    date_from: date | None = None,
-    date_to: date | None = None,
+    date_from: str | None = Query(None, pattern=DAY),
+    date_to: str | None = Query(None, pattern=DAY),
     cursor: str | None = None,
     limit: int = Query(50, ge=1, le=200),
 ) -> Any:
@@ -235,8 +249,8 @@ def audit_export(
     kind: str = Query("", max_length=20),
     source: str = Query("", max_length=20),
     q: str = Query("", max_length=200),
-    date_from: date | None = None,
-    date_to: date | None = None,
+    date_from: str | None = Query(None, pattern=DAY),
+    date_to: str | None = Query(None, pattern=DAY),
 ) -> StreamingHttpResponse:
     """Every record the filters match, as CSV or JSON lines, streamed page by page (the
     audit page's export)."""

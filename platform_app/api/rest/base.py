@@ -69,9 +69,10 @@ class ErrorOut(Schema):
 
 
 def errors(*statuses: int) -> dict[int, type[ErrorOut]]:
-    """The error answers an operation documents: every one may answer 401, 403, 422 (bad
-    parameters) and 429, plus those named."""
-    return {status: ErrorOut for status in (401, 403, 422, 429, *statuses)}
+    """The error answers an operation documents: every one may answer 400 (a body that is
+    not JSON), 401, 403, 422 (parameters or a body that do not fit) and 429, plus those
+    named."""
+    return {status: ErrorOut for status in (400, 401, 403, 422, 429, *statuses)}
 
 
 # --- cursor pages --------------------------------------------------------------------------

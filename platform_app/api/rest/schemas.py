@@ -7,9 +7,17 @@ from datetime import datetime
 from typing import Any, Literal
 
 from ninja import Schema
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from tools_app.models import ToolCall
+
+
+class In(BaseModel):
+    """A request body: a JSON object with these fields and no others. (Not ninja's Schema,
+    which also reads attributes off any object, so that a JSON string or list would pass.)"""
+
+    model_config = ConfigDict(extra="forbid")
+
 
 # --- who ----------------------------------------------------------------------------------
 
@@ -47,12 +55,12 @@ class ConversationPage(Schema):
     next_cursor: str | None
 
 
-class ConversationIn(Schema):
+class ConversationIn(In):
     title: str = Field(default="", max_length=200)
     agent: str | None = Field(default=None, max_length=100, description="an agent profile's name")
 
 
-class ConversationPatch(Schema):
+class ConversationPatch(In):
     title: str | None = Field(default=None, min_length=1, max_length=200)
     pinned: bool | None = None
     archived: bool | None = None
@@ -81,7 +89,7 @@ class MessagePage(Schema):
     next_cursor: str | None
 
 
-class MessageIn(Schema):
+class MessageIn(In):
     text: str = Field(min_length=1, description="the message, or a /command")
 
 
@@ -152,14 +160,14 @@ class ToolCallPage(Schema):
     next_cursor: str | None
 
 
-class ApproveIn(Schema):
+class ApproveIn(In):
     arguments: dict[str, Any] | None = Field(
         default=None, description="edited arguments (checked again); null: as asked"
     )
     note: str = Field(default="", max_length=2000)
 
 
-class DenyIn(Schema):
+class DenyIn(In):
     note: str = Field(default="", max_length=2000)
 
 
@@ -185,14 +193,14 @@ class ToolGroupDetail(ToolGroupOut):
     settings: dict[str, Any] = Field(description="secret fields read 'stored' or 'not stored'")
 
 
-class ToolGroupPatch(Schema):
+class ToolGroupPatch(In):
     enabled: bool | None = None
     settings: dict[str, Any] | None = Field(
         default=None, description="fields to change; the rest keep their values"
     )
 
 
-class FunctionPatch(Schema):
+class FunctionPatch(In):
     enabled: bool | None = None
     reasoning_for_call: bool | None = None
     approval_mode: Literal["none", "requester", "approver"] | None = None
@@ -243,7 +251,7 @@ class ScheduleOut(Schema):
     run_count: int
 
 
-class ScheduleIn(Schema):
+class ScheduleIn(In):
     name: str = Field(min_length=1, max_length=100)
     cron: str = Field(min_length=1, max_length=120)
     message: str = Field(min_length=1)
@@ -251,7 +259,7 @@ class ScheduleIn(Schema):
     enabled: bool = True
 
 
-class SchedulePatch(Schema):
+class SchedulePatch(In):
     name: str | None = Field(default=None, min_length=1, max_length=100)
     cron: str | None = Field(default=None, min_length=1, max_length=120)
     message: str | None = Field(default=None, min_length=1)
