@@ -155,8 +155,16 @@ async def _client_gone(request: Request) -> None:
             return
 
 
+ALLOWED = {"/v1/models": "GET", "/v1/chat/completions": "POST"}
+
+
 async def not_found(request: Request) -> Response:
-    raise ApiError(404, f"no route {request.method} {request.url.path}", code="unknown_url")
+    path = request.url.path
+    allowed = ALLOWED.get(path) or ("GET" if path.startswith("/v1/models/") else None)
+    if allowed is not None:  # a known path asked with another method
+        message = f"{request.method} is not allowed on {path}; use {allowed}"
+        raise ApiError(405, message, code="method_not_allowed", headers={"Allow": allowed})
+    raise ApiError(404, f"no route {request.method} {path}", code="unknown_url")
 
 
 async def _api_error(request: Request, exc: Exception) -> Response:
