@@ -22,7 +22,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from tools_app.models import ApiToken
@@ -201,22 +201,27 @@ def api_token_verify(raw: str) -> ApiToken | None:
 
 def api_token_hit(token: ApiToken) -> int:
     """Count one request in the token's one-minute window; the seconds to wait when over its
-    limit (``rate_limit_of``; 0: go ahead)."""
+    limit (``rate_limit_of``; 0: go ahead).
+
+    Conditional UPDATEs, so the common case is one statement and two requests at once can
+    never both take the last place of a window (nor both open a new one): count within the
+    window if there is room; else open a new window if the old one is over; else refuse."""
     limit = rate_limit_of(token)
     now = timezone.now()
-    with transaction.atomic():
-        fresh = ApiToken.objects.select_for_update().get(pk=token.pk)
-        if fresh.window_start is None or now - fresh.window_start >= timedelta(minutes=1):
-            ApiToken.objects.filter(pk=token.pk).update(
-                window_start=now, window_count=1, last_used_at=now
-            )
-            return 0
-        if fresh.window_count >= limit:
-            return max(1, 60 - int((now - fresh.window_start).total_seconds()))
-        ApiToken.objects.filter(pk=token.pk).update(
-            window_count=F("window_count") + 1, last_used_at=now
-        )
-    return 0
+    window = now - timedelta(minutes=1)
+    mine = ApiToken.objects.filter(pk=token.pk)
+    if mine.filter(window_start__gt=window, window_count__lt=limit).update(
+        window_count=F("window_count") + 1, last_used_at=now
+    ):
+        return 0
+    if (
+        mine.filter(Q(window_start__isnull=True) | Q(window_start__lte=window))
+        .order_by()
+        .update(window_start=now, window_count=1, last_used_at=now)
+    ):
+        return 0
+    started = mine.values_list("window_start", flat=True).first() or now
+    return max(1, 60 - int((now - started).total_seconds()))
 
 
 def api_token_allowed_tools(token: ApiToken) -> list[str] | None:

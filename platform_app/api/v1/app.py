@@ -101,18 +101,29 @@ async def model(request: Request) -> Response:
 async def chat_completions(request: Request) -> Response:
     token_id = await _token_id(request, "chat")
     chat = _parsed(await _json_body(request))
-    prepared = await db(services.chat_prepare)(
-        token_id=token_id,
-        request=chat,
-        conversation_header=request.headers.get("x-conversation-id", ""),
-        trace_header=request.headers.get("x-trace", ""),
-    )
-    events = turn_listen(prepared.conversation_id)
-    await events.__aenter__()  # before the turn starts: none of its events is missed
+    header = request.headers.get("x-conversation-id", "")
+    asked = {
+        "token_id": token_id,
+        "request": chat,
+        "conversation_header": header,
+        "trace_header": request.headers.get("x-trace", ""),
+    }
+    # Listen before the turn starts: none of its events is missed. A request that names its
+    # conversation listens first and then checks and starts in one step.
+    named = services.requested_conversation(chat, header)
+    events = turn_listen(named) if named is not None else None
     try:
-        turn_id = await db(services.chat_start)(token_id=token_id, prepared=prepared)
+        if events is not None:
+            await events.__aenter__()
+            prepared, turn_id = await db(services.chat_prepare_and_start)(**asked)
+        else:
+            prepared = await db(services.chat_prepare)(**asked)
+            events = turn_listen(prepared.conversation_id)
+            await events.__aenter__()
+            turn_id = await db(services.chat_start)(prepared=prepared)
     except BaseException:
-        await events.__aexit__(None, None, None)
+        if events is not None:
+            await events.__aexit__(None, None, None)
         raise
     reply = Reply(
         id=f"chatcmpl-cc-{turn_id or 'none'}-{prepared.conversation_id}",

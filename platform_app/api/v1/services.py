@@ -55,22 +55,38 @@ def model_object(agent: Agent) -> dict[str, Any]:
 
 
 def model_named(token: ApiToken, name: str) -> Agent:
-    for agent in models_for(token):
-        if agent.name == name:
-            return agent
-    raise ApiError(404, NOT_A_MODEL.format(name=name), code="model_not_found", param="model")
+    """The agent profile called ``name`` if the token may use it (one query), else 404."""
+
+    def find() -> Agent | None:
+        agents = agents_for(token.user).filter(name=name)
+        if token.scoped:
+            agents = agents.filter(pk=token.agent_id or 0)
+        return agents.order_by().first()
+
+    agent = find()
+    if agent is None and not Agent.objects.filter(is_default=True).exists():
+        agent_default()  # a fresh install: the default profile is made on first use
+        agent = find()
+    if agent is None:
+        raise ApiError(404, NOT_A_MODEL.format(name=name), code="model_not_found", param="model")
+    return agent
 
 
 @dataclass
 class Prepared:
     """A request made ready to start: its conversation exists (made now, or the caller's)."""
 
-    conversation_id: int
+    conversation: Conversation
     created_conversation: bool
     model: str
     text: str
     trace: bool
     scope: list[str] | None
+    user_id: int
+
+    @property
+    def conversation_id(self) -> int:
+        return self.conversation.pk
 
 
 def _text_messages(request: ChatCompletionRequest) -> tuple[list[tuple[str, str]], str]:
@@ -124,7 +140,7 @@ def chat_prepare(
         trace = False
     elif trace_header.strip().lower() in ("1", "true", "on", "yes"):
         trace = True
-    conversation_id = request.conversation_id or _header_id(conversation_header)
+    conversation_id = requested_conversation(request, conversation_header)
     scope = list(token.tools) if token.tools else None
     if conversation_id is not None:
         conversation = Conversation.objects.filter(pk=conversation_id, owner=token.user).first()
@@ -135,9 +151,14 @@ def chat_prepare(
                 code="conversation_not_found",
                 param="conversation_id",
             )
-        if conversation.agent_id != agent.pk:
-            Conversation.objects.filter(pk=conversation.pk).update(agent=agent)
-        return Prepared(conversation.pk, False, agent.name, text, trace, scope)
+        # The model asked for is the conversation's profile from now on (no profile: the
+        # default one, which needs no write).
+        if conversation.agent_id != agent.pk and not (
+            conversation.agent_id is None and agent.is_default
+        ):
+            conversation.agent = agent
+            conversation.save(update_fields=["agent"])
+        return Prepared(conversation, False, agent.name, text, trace, scope, token.user_id)
     with transaction.atomic():
         conversation = Conversation.objects.create(
             owner=token.user, agent=agent, title=_title(earlier, text)
@@ -153,7 +174,13 @@ def chat_prepare(
                 if body.strip()
             ]
         )
-    return Prepared(conversation.pk, True, agent.name, text, trace, scope)
+    return Prepared(conversation, True, agent.name, text, trace, scope, token.user_id)
+
+
+def requested_conversation(request: ChatCompletionRequest, header: str) -> int | None:
+    """The conversation the request goes on in (its ``conversation_id``, else the
+    ``X-Conversation-Id`` header), or None for a new one."""
+    return request.conversation_id or _header_id(header)
 
 
 def _header_id(value: str) -> int | None:
@@ -175,15 +202,14 @@ def _title(earlier: list[tuple[str, str]], text: str) -> str:
     return title_from(first) or DEFAULT_TITLE
 
 
-def chat_start(*, token_id: int, prepared: Prepared) -> int | None:
+def chat_start(*, prepared: Prepared) -> int | None:
     """Start the turn (``turn_start``, source api); its id, or None when the message was a
     command that answered at once (``/help``, an unknown one)."""
-    token = token_load(token_id)
-    conversation = Conversation.objects.get(pk=prepared.conversation_id)
+    conversation = prepared.conversation
     try:
         turn = turn_start(
             conversation=conversation,
-            user_id=token.user_id,
+            user_id=prepared.user_id,
             text=prepared.text,
             source=Turn.Source.API,
             scope=prepared.scope,
@@ -199,6 +225,13 @@ def chat_start(*, token_id: int, prepared: Prepared) -> int | None:
             param=None if busy else "messages",
         ) from None
     return turn.pk if turn is not None else None
+
+
+def chat_prepare_and_start(**request: Any) -> tuple[Prepared, int | None]:
+    """Both steps at once, for a request that names its conversation (the caller listens to
+    it already)."""
+    prepared = chat_prepare(**request)
+    return prepared, chat_start(prepared=prepared)
 
 
 def turn_stop_for_client(turn_id: int) -> None:
@@ -278,6 +311,7 @@ def turn_outcome(turn_id: int) -> Outcome:
         outcome.parts.append((message.role, message.pk, message.content))
         if message.usage.get("model"):
             outcome.llm_model = str(message.usage["model"])
+    outcome.usage = _usage([m.usage for m in replies.values() if m.role == Message.Role.ASSISTANT])
     calls = list(ToolCall.objects.filter(turn_id=turn_id).order_by("index", "id"))
     for call in calls:
         # A command's call hangs on the person's message: it leads the reply.
@@ -289,7 +323,6 @@ def turn_outcome(turn_id: int) -> Outcome:
         outcome.parts.insert(0, ("command", 0, text))
     elif 0 in outcome.calls:
         outcome.parts.insert(0, ("command", 0, ""))
-    outcome.usage = _usage(turn_id)
     return outcome
 
 
@@ -334,14 +367,10 @@ def compose(outcome: Outcome, *, trace: bool) -> str:
     return out
 
 
-def _usage(turn_id: int) -> dict[str, int]:
+def _usage(reported: list[dict[str, Any]]) -> dict[str, int]:
     """The turn's token counts, as the providers reported them for each model round."""
-    prompt = completion = 0
-    for usage in Message.objects.filter(turn_id=turn_id, role=Message.Role.ASSISTANT).values_list(
-        "usage", flat=True
-    ):
-        prompt += int((usage or {}).get("input_tokens") or 0)
-        completion += int((usage or {}).get("output_tokens") or 0)
+    prompt = sum(int((usage or {}).get("input_tokens") or 0) for usage in reported)
+    completion = sum(int((usage or {}).get("output_tokens") or 0) for usage in reported)
     return {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
