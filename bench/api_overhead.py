@@ -87,7 +87,8 @@ async def run(way: str, port: int, people: list[tuple[int, str]], tokens: list[s
     if way == "websocket":
         work = [one_turn(port, cid, cookie, gate) for cid, cookie in people]
     else:
-        work = [one_request(port, cid, token, gate) for (cid, _), token in zip(people, tokens)]
+        pairs = zip(people, tokens, strict=True)
+        work = [one_request(port, cid, token, gate) for (cid, _), token in pairs]
     tasks = [asyncio.create_task(w) for w in work]
     await gate.all_ready.wait()
     await asyncio.sleep(0.5)  # let the server settle after the connection storm
