@@ -239,6 +239,16 @@ def api_token_allowed_tools(token: ApiToken) -> list[str] | None:
     return allowed
 
 
+def api_token_turn_scope(token: ApiToken) -> list[str] | None:
+    """The tool list a turn started with this token binds within: a token made for an agent
+    profile keeps to that profile's tools (and its own list) whatever conversation it writes
+    in; another one only to its own list (the conversation's profile does the rest). None:
+    not narrowed beyond the profile."""
+    if token.scoped:
+        return api_token_allowed_tools(token)
+    return list(token.tools) if token.tools else None
+
+
 @dataclass(frozen=True)
 class Refusal:
     """Why a request's token was not accepted: the HTTP status (401, 403 or 429), the words,

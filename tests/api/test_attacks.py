@@ -146,3 +146,32 @@ def test_another_persons_turn_stream_is_not_found(
     stop = httpx2.post(f"{api_server}/api/turns/{turn.pk}/stop", headers=headers)
     assert _error(stop, 404)
     assert json.loads(json.dumps(response.json()))  # one shape, parseable
+
+
+def test_a_token_made_for_a_profile_keeps_to_its_tools_in_any_conversation(
+    api_server: str, user: Any
+) -> None:
+    from chat_app.models import Agent
+    from platform_app.api_tokens import api_token_create
+
+    reader = Agent.objects.create(name="Reader", all_tools=False, tools=["file_read"])
+    general = Agent.objects.create(name="Wide", all_tools=True)
+    conversation = Conversation.objects.create(owner=user, agent=general)
+    raw = api_token_create(user=user, name="reader", agent=reader)[1]
+    headers = {"Authorization": f"Bearer {raw}"}
+
+    sent = httpx2.post(
+        f"{api_server}/api/conversations/{conversation.pk}/messages",
+        json={"text": '/current_time {"timezone": "UTC"}'},
+        headers=headers,
+    )
+
+    assert sent.status_code == 202, sent.text
+    from tests.helpers import wait_for
+
+    call = wait_for(lambda: ToolCall.objects.filter(tool="current_time").first(), timeout=15)
+    assert call.status == "denied" and call.source == "api"
+    assert call.error == "tool 'current_time' is not available to this agent"
+    # And it cannot pick the wide profile as a model either.
+    other = httpx2.post(f"{api_server}/api/conversations", json={"agent": "Wide"}, headers=headers)
+    assert other.status_code == 404

@@ -53,6 +53,7 @@ from platform_app.api.rest.schemas import (
     TurnOut,
 )
 from platform_app.api.v1 import services as v1
+from platform_app.api_tokens import api_token_turn_scope
 
 router = Router(tags=["conversations"])
 RECENT = Cursor(["-updated_at", "-id"])
@@ -281,7 +282,7 @@ def message_send(request: HttpRequest, conversation_id: int, body: MessageIn) ->
             user_id=conversation.owner_id,
             text=body.text,
             source=Turn.Source.API,
-            scope=list(token.tools) if token.tools else None,
+            scope=api_token_turn_scope(token),
         )
     except TurnError as exc:
         busy = "still working" in str(exc)

@@ -23,6 +23,7 @@ from chat_app.services.titles import DEFAULT_TITLE, title_from
 from chat_app.services.turns import TurnError, turn_start
 from platform_app.api.errors import ApiError
 from platform_app.api.v1.schemas import ChatCompletionRequest
+from platform_app.api_tokens import api_token_turn_scope
 from tools_app.models import ApiToken, ToolCall
 
 NOT_A_MODEL = "The model `{name}` does not exist or you do not have access to it."
@@ -141,7 +142,7 @@ def chat_prepare(
     elif trace_header.strip().lower() in ("1", "true", "on", "yes"):
         trace = True
     conversation_id = requested_conversation(request, conversation_header)
-    scope = list(token.tools) if token.tools else None
+    scope = api_token_turn_scope(token)
     if conversation_id is not None:
         conversation = Conversation.objects.filter(pk=conversation_id, owner=token.user).first()
         if conversation is None:  # someone else's or gone: the same answer
