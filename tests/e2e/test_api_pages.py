@@ -76,6 +76,15 @@ def test_an_admin_registers_a_webhook_and_reads_its_delivery_log(page, ada, rece
     expect(page.get_by_role("link", name="Ops bridge")).to_be_visible()
     page.screenshot(path="var/test-webhooks-1280.png", full_page=True)
     problems += axe_violations(page)
+    # The Tokens page at the same width: an admin's scopes, and the Edit of a token.
+    from platform_app.api_tokens import api_token_create
+
+    api_token_create(user=ada, name="deploy bot", scopes=["chat", "approve"])
+    page.goto("/tokens/")
+    page.get_by_text("Edit").first.click()
+    expect(page.get_by_role("form", name="Edit deploy bot")).to_be_visible()
+    page.screenshot(path="var/test-tokens-1280.png", full_page=True)
+    problems += axe_violations(page)
     assert not problems, "\n".join(problems)
 
 
