@@ -24,6 +24,7 @@ BENCHES = [
     "conversation_search",
     "mcp_overhead",
     "concurrency",
+    "api_overhead",
     "upload",
     "usage_record",
     "observability",

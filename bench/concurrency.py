@@ -118,9 +118,9 @@ def _tree(root: int, parents: dict[int, int]) -> list[int]:
     return found
 
 
-def start_llm() -> tuple[subprocess.Popen[str], int]:
+def start_llm(*extra: str) -> tuple[subprocess.Popen[str], int]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "bench.llm_process", "--delay", str(DELAY)],
+        [sys.executable, "-m", "bench.llm_process", "--delay", str(DELAY), *extra],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,

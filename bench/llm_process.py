@@ -1,7 +1,8 @@
 """The scripted LLM server as its own process, for load benchmarks.
 
 Every request is answered like a model that thinks for ``--delay`` seconds: a user's message
-gets a ``current_time`` tool call, a tool result gets a short answer. Run by
+gets a ``current_time`` tool call, a tool result gets a short answer (``--plain``: a user's
+message gets the answer at once, a turn of one model reply). Run by
 ``bench/concurrency.py``; prints ``ready <port>`` once it listens.
 
     python -m bench.llm_process --delay 2
@@ -26,6 +27,7 @@ ANSWER = "It is " + "very " * 20 + "late in Tokyo."  # a few dozen tokens, strea
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--delay", type=float, default=2.0)
+    parser.add_argument("--plain", action="store_true", help="answer without a tool call")
     args = parser.parse_args()
 
     def reply(body: dict[str, Any]) -> Reply:
@@ -35,7 +37,7 @@ def main() -> None:
             isinstance(last.get("content"), list)
             and any(b.get("type") == "tool_result" for b in last["content"])
         )
-        if from_tool:
+        if from_tool or args.plain:
             return Reply(text=ANSWER, delay=args.delay, chunk_size=12)
         return Reply(
             text="Let me check.",

@@ -16,14 +16,16 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 
 from chat_app.routing import websocket_urlpatterns as chat_ws  # noqa: E402
 from infra.body_limit import BodyLimit  # noqa: E402
+from platform_app.api.v1.app import OpenAIRouter  # noqa: E402
 from platform_app.approvals.routing import websocket_urlpatterns as approvals_ws  # noqa: E402
 from platform_app.mcp_gateway import McpRouter  # noqa: E402
 from tools_app.manager.routing import websocket_urlpatterns as tools_ws  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        # /mcp/: our governed tools for outside MCP clients (platform_app.mcp_gateway).
-        "http": BodyLimit(McpRouter(django_asgi_app)),
+        # /mcp/: our governed tools for outside MCP clients (platform_app.mcp_gateway);
+        # /v1: the OpenAI-compatible endpoint (platform_app.api.v1).
+        "http": BodyLimit(McpRouter(OpenAIRouter(django_asgi_app))),
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(URLRouter([*chat_ws, *tools_ws, *approvals_ws]))
         ),

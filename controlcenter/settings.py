@@ -73,6 +73,7 @@ INSTALLED_APPS = [
     "channels",
     "django_htmx",
     "template_partials",
+    "ninja",  # the REST API's docs page (Swagger UI, served from static: no CDN)
     # The three layers, bottom up: each imports only those above it in this list.
     "tools_app",  # tools: registry, binding, execution, sandboxes, executors, Tools Manager
     "chat_app",  # conversations, turns, the agent loop and runner, providers, agent kinds
@@ -340,8 +341,20 @@ SECRETS_KEYS = envlist("SECRETS_KEYS")
 # stdio MCP servers are installed into this virtualenv (manage.py mcp_servers install PKG);
 # it is mounted read-only into their sandbox.
 MCP_SERVERS_VENV = envpath("MCP_SERVERS_VENV", VAR_DIR / "mcp-venv")
-# /mcp/ (our tools for outside MCP clients): requests per token per minute.
-MCP_RATE_LIMIT_PER_MINUTE = envint("MCP_RATE_LIMIT_PER_MINUTE", 120, minimum=1)
+# Requests per API token per minute at /mcp/, /v1 and /api/ (a token may set its own on the
+# Tokens page). MCP_RATE_LIMIT_PER_MINUTE is this setting's former name, still read.
+API_RATE_LIMIT_PER_MINUTE = envint(
+    "API_RATE_LIMIT_PER_MINUTE", envint("MCP_RATE_LIMIT_PER_MINUTE", 120, minimum=1), minimum=1
+)
+# /v1 and /api/ event streams send a comment line after this many seconds without an event,
+# so proxies and clients keep a stream held by an approval (or a slow model) open.
+API_STREAM_KEEPALIVE_SECONDS = envfloat("API_STREAM_KEEPALIVE_SECONDS", 15.0, positive=True)
+# Webhooks (platform_app/webhooks): attempts per delivery, the first wait between two (it
+# doubles each time, at most WEBHOOK_RETRY_MAX_SECONDS), and the seconds one attempt may take.
+WEBHOOK_MAX_ATTEMPTS = envint("WEBHOOK_MAX_ATTEMPTS", 6, minimum=1)
+WEBHOOK_RETRY_BASE_SECONDS = envfloat("WEBHOOK_RETRY_BASE_SECONDS", 30.0, positive=True)
+WEBHOOK_RETRY_MAX_SECONDS = envfloat("WEBHOOK_RETRY_MAX_SECONDS", 3600.0, positive=True)
+WEBHOOK_TIMEOUT_SECONDS = envfloat("WEBHOOK_TIMEOUT_SECONDS", 10.0, positive=True)
 # Active (unrevoked) API tokens a user may hold; creating one more is refused.
 API_TOKENS_PER_USER = envint("API_TOKENS_PER_USER", 20, minimum=1)
 # Files people upload into a conversation's workspace (chat_app/services/uploads.py): the

@@ -1,8 +1,10 @@
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
 
 from chat_app.health import healthz
 from infra.metrics import metrics_view
+from platform_app.api.rest.api import api as rest_api
+from platform_app.api.rest.api import unknown_path as rest_unknown_path
 from platform_app.sso.views import admin_login
 from tools_app.manager.views import tool_schemas
 
@@ -22,6 +24,9 @@ urlpatterns = [
     path("tools/", include("tools_app.manager.urls")),
     path("agents/", include("chat_app.admin_pages.urls")),
     path("api/tools/schemas.json", tool_schemas, name="tool-schemas"),
+    # The REST API (platform_app/api/rest): token-authenticated, OpenAPI at /api/openapi.json.
+    path("api/", rest_api.urls),
+    re_path(r"^api/", rest_unknown_path),
     path("media/screenshots/", include("tools_app.executors.browser.urls")),
     path("", include("platform_app.urls")),
     path("", include("chat_app.urls")),

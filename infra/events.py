@@ -13,7 +13,7 @@ import os
 import threading
 from collections.abc import Iterable
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, Self
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
@@ -127,3 +127,59 @@ def publish(groups: Iterable[str], payload: dict[str, Any], *, wait: bool = True
 def published_wait(sent: Future[None]) -> None:
     """Block until an event queued with ``publish(wait=False)`` has been sent."""
     sent.result(timeout=PUBLISH_TIMEOUT)
+
+
+class GroupListener:
+    """The events published to one group, received on a channel of this listener's own
+    (``async with GroupListener(group) as events: payload = await events.receive(2.0)``).
+
+    Subscribe before starting what publishes (a turn, a call), then read its state once:
+    anything published before the subscription went to nobody. A receive that times out is
+    kept and picked up by the next call, so no event is lost between two waits (cancelling
+    a layer's receive midway may drop the message it was reading). With no layer, or one that
+    fails, ``receive`` just waits: callers poll what they follow as a fallback.
+    """
+
+    def __init__(self, group: str) -> None:
+        self.group = group
+        self.layer: Any = get_channel_layer()
+        self.channel = ""
+        self._receiving: asyncio.Future[Any] | None = None
+
+    async def __aenter__(self) -> Self:
+        if self.layer is not None:
+            try:
+                self.channel = await self.layer.new_channel()
+                await self.layer.group_add(self.group, self.channel)
+            except Exception:  # an unreachable layer: the caller polls instead
+                logger.warning("cannot subscribe to %s; polling it", self.group, exc_info=True)
+                self.layer = None
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._receiving is not None:
+            self._receiving.cancel()
+        if self.layer is not None:
+            try:
+                await asyncio.shield(self.layer.group_discard(self.group, self.channel))
+            except Exception:
+                logger.warning("cannot leave %s", self.group, exc_info=True)
+
+    async def receive(self, timeout: float) -> dict[str, Any] | None:
+        """The next event's payload, or None when nothing came within ``timeout``."""
+        if self.layer is None:
+            await asyncio.sleep(timeout)
+            return None
+        if self._receiving is None:
+            self._receiving = asyncio.ensure_future(self.layer.receive(self.channel))
+        done, _ = await asyncio.wait({self._receiving}, timeout=timeout)
+        if not done:
+            return None  # still receiving: the next call picks the same receive up
+        received, self._receiving = self._receiving, None
+        try:
+            payload = received.result().get("payload")
+        except Exception:
+            logger.warning("cannot receive the events of %s", self.group, exc_info=True)
+            await asyncio.sleep(timeout)
+            return None
+        return payload if isinstance(payload, dict) else {}

@@ -4,14 +4,16 @@ from collections.abc import Callable
 
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
-from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import render
 
 # Everything needs a login except these prefixes. /accounts/set-password/ is the page of a
-# one-time link (invitation, reset): its token is the credential.
+# one-time link (invitation, reset): its token is the credential. /api/ authenticates each
+# request itself (API tokens; the tool schemas with the session).
 PUBLIC_PREFIXES = (
     "/healthz",
     "/metrics",  # its own check: loopback, an allow-list or a bearer token (infra.metrics)
+    "/api/",
     "/accounts/login/",
     "/accounts/oidc/",
     "/accounts/set-password/",
@@ -27,8 +29,6 @@ class LoginRequiredExceptMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if request.user.is_authenticated or request.path.startswith(PUBLIC_PREFIXES):
             return self.get_response(request)
-        if request.path.startswith("/api/"):
-            return JsonResponse({"error": "authentication required"}, status=401)
         return redirect_to_login(request.get_full_path(), settings.LOGIN_URL)
 
 

@@ -26,6 +26,9 @@ class PlatformConfig(AppConfig):
         turn_finished.connect(subagent_turn_finished, dispatch_uid="platform.subagent_finished")
         turn_stopping.connect(subagent_parent_stopping, dispatch_uid="platform.subagent_stopping")
         page_panels_register("platform", chat_page_panels)
+        from platform_app.webhooks.receivers import connect as webhooks_connect
+
+        webhooks_connect()
         prompt_blocks_register("platform", _prompt_blocks)
         # Quotas: checked before every model round and at every binding, whatever the way in.
         from chat_app.services.usage import round_gate_set

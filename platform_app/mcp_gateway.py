@@ -8,10 +8,11 @@ it in the web UI (the Tokens page lists them). A client that cancels its request
 (``notifications/cancelled``) stops the call. A call's answer waits on the events the call
 publishes to its group (``toolcall_<id>``) on the channel layer, not on a poll of its row.
 
-Authentication: ``Authorization: Bearer <token>`` with a personal API token (Tokens page or
-``manage.py api_tokens create``), checked from the headers before any body is read. Requests
-are rate-limited per token. Only POST is served (stateless: no event stream to GET). Nothing
-the server fails on reaches the client but a generic error; the details go to the log.
+Authentication: ``Authorization: Bearer <token>`` with a personal API token that has the
+``mcp`` scope (Tokens page or ``manage.py api_tokens create``), checked from the headers
+before any body is read. Requests are rate-limited per token. Only POST is served
+(stateless: no event stream to GET). Nothing the server fails on reaches the client but a
+generic error; the details go to the log.
 """
 
 from __future__ import annotations
@@ -23,10 +24,9 @@ import logging
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from channels.layers import get_channel_layer
 from django.conf import settings
 
-from infra.events import toolcall_group
+from infra.events import GroupListener, toolcall_group
 
 logger = logging.getLogger(__name__)
 
@@ -122,51 +122,17 @@ def _cancel(call_id: int) -> None:
 
 
 # --- waiting for a call -------------------------------------------------------------------------
-class _CallEvents:
+class _CallEvents(GroupListener):
     """The events one call publishes, received on a channel of our own in its group."""
 
     def __init__(self, call_id: int) -> None:
-        self.group = toolcall_group(call_id)
-        self.layer: Any = get_channel_layer()
-        self.channel = ""
-        self._receiving: asyncio.Future[Any] | None = None
-
-    async def __aenter__(self) -> _CallEvents:
-        if self.layer is not None:
-            try:
-                self.channel = await self.layer.new_channel()
-                await self.layer.group_add(self.group, self.channel)
-            except Exception:  # an unreachable layer: the call is still answered, by polling
-                logger.warning("cannot subscribe to %s; polling it", self.group, exc_info=True)
-                self.layer = None
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        if self._receiving is not None:
-            self._receiving.cancel()
-        if self.layer is not None:
-            try:
-                await asyncio.shield(self.layer.group_discard(self.group, self.channel))
-            except Exception:
-                logger.warning("cannot leave %s", self.group, exc_info=True)
+        super().__init__(toolcall_group(call_id))
 
     async def next_status(self, timeout: float) -> str | None:
         """The status the call's next card announces ("" for another event), or None when
         nothing came within ``timeout``."""
-        if self.layer is None:
-            await asyncio.sleep(timeout)
-            return None
-        if self._receiving is None:
-            self._receiving = asyncio.ensure_future(self.layer.receive(self.channel))
-        done, _ = await asyncio.wait({self._receiving}, timeout=timeout)
-        if not done:
-            return None  # still receiving: the next call picks the same receive up
-        received, self._receiving = self._receiving, None
-        try:
-            payload = received.result().get("payload") or {}
-        except Exception:
-            logger.warning("cannot receive the events of %s", self.group, exc_info=True)
-            await asyncio.sleep(timeout)
+        payload = await self.receive(timeout)
+        if payload is None:
             return None
         return str(payload.get("status") or "") if payload.get("type") == "toolcall" else ""
 
@@ -324,7 +290,7 @@ class McpEndpoint:
         checked (and none is larger than MAX_REQUEST_BODY_BYTES, infra/body_limit.py)."""
         if scope["type"] != "http":
             return
-        from platform_app.api_tokens import TokenError, api_token_hit, api_token_verify
+        from platform_app.api_tokens import Refusal, api_token_for_request, bearer_token
 
         if scope["method"] != "POST":
             # Stateless: no session to end (DELETE) and no server-sent event stream (GET), which
@@ -338,29 +304,10 @@ class McpEndpoint:
             )
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        auth = headers.get("authorization", "")
-        raw = auth[7:].strip() if auth[:7].lower() == "bearer " else ""
-        refused = "a valid API token is required"
-        try:
-            token = await sync_to_async(api_token_verify)(raw) if raw else None
-        except TokenError as exc:
-            token, refused = None, str(exc)
-        if token is None:
-            await _json(
-                send,
-                401,
-                {"error": "invalid_token", "error_description": refused},
-                extra=[(b"www-authenticate", b'Bearer realm="controlcenter"')],
-            )
-            return
-        wait = await sync_to_async(api_token_hit)(token)
-        if wait:
-            await _json(
-                send,
-                429,
-                {"error": "rate_limited", "error_description": f"try again in {wait} s"},
-                extra=[(b"retry-after", str(wait).encode())],
-            )
+        raw = bearer_token(headers.get("authorization", ""))
+        token = await sync_to_async(api_token_for_request)(raw, scope="mcp")
+        if isinstance(token, Refusal):
+            await _refuse(send, token)
             return
         app = await self._ensure_started()
         scope = {**scope, "path": "/mcp/", "raw_path": b"/mcp/", "cc_token_id": token.pk}
@@ -369,6 +316,21 @@ class McpEndpoint:
             await app(scope, receive, send)
         finally:
             _token_id.reset(reset)
+
+
+async def _refuse(send: Any, refusal: Any) -> None:
+    """401 (no usable token), 403 (no ``mcp`` scope) or 429 (rate limit, with Retry-After),
+    in OAuth's error words as MCP clients expect them."""
+    error = {401: "invalid_token", 403: "insufficient_scope", 429: "rate_limited"}
+    extra = []
+    if refusal.status == 401:
+        extra.append((b"www-authenticate", b'Bearer realm="controlcenter"'))
+    message = refusal.message
+    if refusal.status == 429:
+        extra.append((b"retry-after", str(refusal.retry_after).encode()))
+        message = f"{message}; try again in {refusal.retry_after} s"
+    body = {"error": error.get(refusal.status, "refused"), "error_description": message}
+    await _json(send, refusal.status, body, extra=extra)
 
 
 async def _json(

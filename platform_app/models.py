@@ -12,6 +12,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from infra.secrets import EncryptedTextField
+
 
 class MemoryChunk(models.Model):
     """One indexed piece of archival memory. A long ``memory_save`` becomes several chunks
@@ -294,3 +296,87 @@ class Quota(models.Model):
     def __str__(self) -> str:
         who = self.group.name if self.group else (self.user.get_username() if self.user else "?")
         return f"{who}: {self.metric} {self.period} ≤ {self.limit}"
+
+
+class WebhookEndpoint(models.Model):
+    """An address an admin registered to be told of events (platform_app/webhooks). Each
+    delivery is signed with ``secret`` (HMAC-SHA256 over the timestamp and the body), goes
+    through the SSRF guard, and is retried with backoff; ``allow_private`` lets it reach a
+    private or loopback host (an internal receiver) — never a cloud metadata address."""
+
+    class Event(models.TextChoices):
+        TURN_FINISHED = "turn.finished", "a turn finished"
+        APPROVAL_REQUESTED = "approval.requested", "a call waits for approval"
+        APPROVAL_DECIDED = "approval.decided", "an approval was decided (or expired)"
+        TOOLCALL_FAILED = "toolcall.failed", "a tool call failed"
+        SCHEDULE_FIRED = "schedule.fired", "a schedule fired"
+
+    name = models.CharField(max_length=100)
+    url = models.URLField(max_length=500)
+    secret = EncryptedTextField()
+    events = models.JSONField(default=list, blank=True)
+    enabled = models.BooleanField(default=True)
+    allow_private = models.BooleanField(
+        default=False, help_text="Allow a private or loopback address (never cloud metadata)."
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class WebhookDelivery(models.Model):
+    """One event sent (or to be sent) to one endpoint, with the state of its attempts."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "pending"
+        DELIVERED = "delivered", "delivered"
+        FAILED = "failed", "failed"
+
+    endpoint = models.ForeignKey(
+        WebhookEndpoint, on_delete=models.CASCADE, related_name="deliveries"
+    )
+    event = models.CharField(max_length=40)
+    event_id = models.UUIDField(unique=True)
+    payload = models.JSONField(default=dict)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    last_status_code = models.PositiveIntegerField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["endpoint", "-created_at"], name="webhook_delivery_recent")]
+
+    def __str__(self) -> str:
+        return f"{self.event} → {self.endpoint_id} ({self.status})"
+
+
+class WebhookAttempt(models.Model):
+    """One try of a delivery: when, how long, what the receiver answered (or why not)."""
+
+    delivery = models.ForeignKey(
+        WebhookDelivery, on_delete=models.CASCADE, related_name="attempt_log"
+    )
+    number = models.PositiveIntegerField()
+    started_at = models.DateTimeField()
+    duration_ms = models.PositiveIntegerField(default=0)
+    status_code = models.PositiveIntegerField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    response_excerpt = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["number", "id"]
+
+    def __str__(self) -> str:
+        return f"attempt {self.number} of delivery {self.delivery_id}"

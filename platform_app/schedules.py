@@ -315,6 +315,7 @@ def schedule_fire(schedule: Schedule) -> None:
     """Run the schedule's message as a turn of its owner (never waits for the turn)."""
     from chat_app.models import Conversation, Message, Turn
     from chat_app.services.turns import TurnError, turn_start
+    from platform_app.webhooks.receivers import schedule_fired
 
     conversation = None
     if schedule.inject_into_id is not None:
@@ -345,6 +346,9 @@ def schedule_fire(schedule: Schedule) -> None:
         )
         _notice(conversation.pk, f"Schedule “{schedule.name}” was due but was {reason}.")
         _schedules_changed(conversation.pk)
+        schedule_fired(
+            schedule=schedule, conversation_id=conversation.pk, turn_id=None, error=reason
+        )
         return
     Schedule.objects.filter(pk=schedule.pk).update(
         last_turn=turn, last_status="started", last_error=""
@@ -352,6 +356,12 @@ def schedule_fire(schedule: Schedule) -> None:
     # The turn's message went out before this was recorded: the page reloads its list of
     # schedules again, or it could keep the previous run (and miss this one's end).
     _schedules_changed(conversation.pk)
+    schedule_fired(
+        schedule=schedule,
+        conversation_id=conversation.pk,
+        turn_id=turn.pk if turn is not None else None,
+        error="",
+    )
     logger.info("schedule %s fired into conversation %s", schedule.name, conversation.pk)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from celery import shared_task
 
 
@@ -12,3 +14,16 @@ def schedules_tick() -> None:
 
     schedules_fire_due()
     beat_ticked()
+
+
+@shared_task(
+    bind=True, name="platform_app.tasks.webhook_deliver", ignore_result=True, max_retries=None
+)
+def webhook_deliver(self: Any, delivery_id: int) -> None:
+    """One attempt of a webhook delivery; the task schedules its own next attempt (the
+    service says when, from the attempts logged so far, and when to stop)."""
+    from platform_app.webhooks.services import delivery_attempt
+
+    wait = delivery_attempt(delivery_id)
+    if wait is not None:
+        raise self.retry(countdown=wait)

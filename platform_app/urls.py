@@ -4,6 +4,7 @@ from django.urls import path
 
 from platform_app import views
 from platform_app.approvals import views as approvals
+from platform_app.webhooks import views as webhooks
 
 app_name = "platform"
 
@@ -12,7 +13,20 @@ urlpatterns = [
     path("approvals/<int:call_id>/decide/", approvals.approval_decide, name="approval-decide"),
     path("tokens/", views.tokens, name="tokens"),
     path("tokens/<int:token_id>/revoke/", views.token_revoke, name="token-revoke"),
+    path("tokens/<int:token_id>/edit/", views.token_edit, name="token-edit"),
     path("tokens/calls/<int:call_id>/decide/", views.token_decide, name="token-decide"),
+    path("webhooks/", webhooks.webhook_list, name="webhooks"),
+    path("webhooks/<int:endpoint_id>/", webhooks.webhook_detail, name="webhook"),
+    path(
+        "webhooks/<int:endpoint_id>/<str:action>/",
+        webhooks.webhook_action,
+        name="webhook-action",
+    ),
+    path(
+        "webhooks/deliveries/<int:delivery_id>/again/",
+        webhooks.delivery_again,
+        name="webhook-again",
+    ),
     path("schedules/", views.schedule_list, name="schedules"),
     path("schedules/new/", views.my_schedules, name="schedule-new"),
     path("schedules/preview/", views.my_cron_preview, name="cron-preview"),

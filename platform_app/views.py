@@ -1,11 +1,13 @@
-"""The platform's pages: the Tokens page (personal API tokens for MCP clients — create, shown
-once; revoke — and the MCP calls waiting for this user's approval), and the chat page's
-schedules and reports (the page includes them; see ``chat_page_panels``)."""
+"""The platform's pages: the Tokens page (personal API tokens — create, shown once; scopes,
+rate limit and trace edited; revoke — and the calls of MCP and API clients waiting for this
+user's approval), and the chat page's schedules and reports (the page includes them; see
+``chat_page_panels``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
@@ -16,17 +18,54 @@ from chat_app.models import Agent, Conversation
 from chat_app.services import privacy
 from chat_app.services.agents import agent_granted, agents_for
 from platform_app import reports, self_service
-from platform_app.api_tokens import TokenError, api_token_create, api_token_revoke
+from platform_app.api_tokens import (
+    SCOPES,
+    TokenError,
+    api_token_create,
+    api_token_revoke,
+    api_token_update,
+    scopes_for,
+)
 from platform_app.models import Schedule
 from platform_app.schedules import cron_explain, schedules_for
 from tools_app.models import ApiToken, ToolCall
 from tools_app.services.approval import ApprovalError, toolcall_decide
 
 
+def _rate_limit(request: HttpRequest) -> int | None:
+    raw = request.POST.get("rate_limit", "").strip()
+    if not raw:
+        return None
+    if not raw.isascii() or not raw.isdigit() or len(raw) > 9:
+        raise TokenError("the rate limit must be a whole number of requests a minute")
+    return int(raw)
+
+
+def _tokens_context(request: HttpRequest, created: str | None) -> dict[str, Any]:
+    user_id = _me(request)
+    held = scopes_for(request.user)
+    return {
+        "tokens": ApiToken.objects.filter(user_id=user_id).select_related("agent"),
+        "agents": agents_for(request.user),
+        "created": created,
+        "scopes": [(name, SCOPES[name]) for name in held],
+        "default_rate_limit": settings.API_RATE_LIMIT_PER_MINUTE,
+        "mcp_url": request.build_absolute_uri("/mcp/"),
+        "v1_url": request.build_absolute_uri("/v1"),
+        "api_docs_url": request.build_absolute_uri("/api/docs"),
+        "waiting": ToolCall.objects.filter(
+            user_id=user_id,
+            source__in=(ToolCall.Source.MCP, ToolCall.Source.API),
+            status=ToolCall.Status.AWAITING_APPROVAL,
+        ).order_by("created_at"),
+    }
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def tokens(request: HttpRequest) -> HttpResponse:
     created = None
+    status = 200
     if request.method == "POST":
         agent_id = request.POST.get("agent", "")
         agent = Agent.objects.filter(pk=int(agent_id)).first() if agent_id.isdigit() else None
@@ -36,31 +75,47 @@ def tokens(request: HttpRequest) -> HttpResponse:
                 raise TokenError("that agent profile no longer exists")
             if agent is not None and not agent_granted(request.user, agent):
                 raise TokenError("that agent profile is not granted to you — ask an admin")
+            # A form without scope boxes (an older page, a script): every scope held.
+            posted = request.POST.getlist("scopes") if "scopes_shown" in request.POST else None
             token, created = api_token_create(
-                user=request.user, name=request.POST.get("name", ""), agent=agent
+                user=request.user,
+                name=request.POST.get("name", ""),
+                agent=agent,
+                scopes=posted,
+                rate_limit_per_minute=_rate_limit(request),
+                trace="trace" in request.POST or "scopes_shown" not in request.POST,
             )
         except TokenError as exc:
             messages.error(request, str(exc))
+            status = 400
         else:
             messages.success(
                 request, f"Token “{token.name}” created. Copy it now: it is not shown again."
             )
-    user_id = _me(request)
-    context = {
-        "tokens": ApiToken.objects.filter(user_id=user_id).select_related("agent"),
-        "agents": agents_for(request.user),
-        "created": created,
-        "mcp_url": request.build_absolute_uri("/mcp/"),
-        "waiting": ToolCall.objects.filter(
-            user_id=user_id,
-            source=ToolCall.Source.MCP,
-            status=ToolCall.Status.AWAITING_APPROVAL,
-        ).order_by("created_at"),
-    }
-    response = render(request, "platform/tokens.html", context)
+    response = render(
+        request, "platform/tokens.html", _tokens_context(request, created), status=status
+    )
     if created:
         response["Cache-Control"] = "no-store"
     return response
+
+
+@login_required
+@require_POST
+def token_edit(request: HttpRequest, token_id: int) -> HttpResponse:
+    try:
+        token = api_token_update(
+            token_id=token_id,
+            user=request.user,
+            scopes=request.POST.getlist("scopes"),
+            rate_limit_per_minute=_rate_limit(request),
+            trace="trace" in request.POST,
+        )
+    except TokenError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Token “{token.name}” saved.")
+    return redirect("platform:tokens")
 
 
 @login_required

@@ -469,8 +469,10 @@ class ToolSource(models.Model):
 
 
 class ApiToken(models.Model):
-    """A personal token for outside MCP clients (``/mcp/``). Only a hash is stored; the token
-    is shown once. Scoped to an agent profile's tools (and optionally fewer)."""
+    """A personal token for programs acting for a person: MCP clients (``/mcp/``), OpenAI
+    clients (``/v1``) and the REST API (``/api/``). Only a hash is stored; the token is shown
+    once. ``scopes`` say which of those it may use (``platform_app.api_tokens.SCOPES``); its
+    tools are an agent profile's (and optionally fewer)."""
 
     user = models.ForeignKey(
         django_settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
@@ -487,6 +489,13 @@ class ApiToken(models.Model):
     tools = models.JSONField(
         default=list, blank=True, help_text="Only these tools (empty: the agent's tools)."
     )
+    # What the token may do (platform_app.api_tokens.SCOPES), e.g. ["chat", "read", "mcp"].
+    scopes = models.JSONField(default=list, blank=True)
+    # Requests per minute; None: API_RATE_LIMIT_PER_MINUTE.
+    rate_limit_per_minute = models.PositiveIntegerField(null=True, blank=True)
+    # /v1 replies show the tool calls as a short markdown trace unless the request says
+    # otherwise; False: text only (the calls stay in the documented extra fields).
+    trace = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)

@@ -115,6 +115,9 @@ class RoundPlan:
     # turn (Turn.tool_scope). None: every enabled tool.
     scope: list[str] | None
     policy: RetryPolicy
+    # What the turn's calls are audited as: "api" for a turn an API client started, "chat"
+    # for the rest (the chat page, a schedule, a subagent).
+    call_source: str = ToolCall.Source.CHAT
     system: str = ""
     history: list[ChatMessage] | None = None
     specs: list[ToolSpec] | None = None
@@ -267,9 +270,15 @@ def _round_prepare(turn_id: int, *, runner: str, clients: ClientCache | None) ->
         source=turn.source,
         username=turn.user.get_username() if turn.user else "",
         trace=turn.trace_context,
+        call_source=call_source_of(turn),
     )
     _build_request(plan, turn)
     return plan
+
+
+def call_source_of(turn: Turn) -> str:
+    """The audit source of the calls a turn's model asks for (``ToolCall.Source``)."""
+    return ToolCall.Source.API if turn.source == Turn.Source.API else ToolCall.Source.CHAT
 
 
 def _build_request(plan: RoundPlan, turn: Turn) -> None:
@@ -522,7 +531,7 @@ def _bind_and_dispatch(plan: RoundPlan, requests: list[CallRequest]) -> None:
     ctx = BindContext(
         user_id=plan.user_id,
         conversation_id=plan.conversation_id,
-        source="chat",
+        source=plan.call_source,
         scope=plan.scope,
     )
     offered = [t.tool_name for t in plan.tools]

@@ -10,6 +10,7 @@ from chat_app.events import message_publish, turn_publish
 from chat_app.models import Conversation, Message, Turn
 from chat_app.services.agents import agent_for_conversation
 from tools_app import selectors
+from tools_app.models import ToolCall
 from tools_app.registry import BaseTool
 from tools_app.runtime import BindContext
 from tools_app.services.binding import CallLimits, CallRequest, toolcall_bind, toolcall_dispatch
@@ -95,7 +96,11 @@ def slash_run(
             call = toolcall_bind(
                 request=CallRequest(tool=tool.tool_name, arguments=arguments, parse_error=error),
                 ctx=BindContext(
-                    user_id=user_id, conversation_id=conversation.pk, source="slash", scope=scope
+                    user_id=user_id,
+                    conversation_id=conversation.pk,
+                    # A command an API client sent is the API's, like its model's calls.
+                    source=ToolCall.Source.API if source == Turn.Source.API else "slash",
+                    scope=scope,
                 ),
                 turn_id=turn.pk,
                 message_id=user_message.pk,

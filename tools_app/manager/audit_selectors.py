@@ -3,8 +3,9 @@ services/audit.py; nothing here changes a record."""
 
 from __future__ import annotations
 
+import csv
 import json
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, fields
 from datetime import date, datetime, time, timedelta
 from typing import Any, NamedTuple
@@ -249,3 +250,31 @@ def audit_csv_cells(row: dict[str, Any]) -> list[str]:
             text = "'" + text
         cells.append(text)
     return cells
+
+
+class _Echo:
+    """csv.writer wants a file; this one hands each line back for streaming."""
+
+    def write(self, value: str) -> str:
+        return value
+
+
+async def audit_export_lines(qs: QuerySet[AuditRecord], extension: str) -> AsyncIterator[str]:
+    """The records of ``qs`` as CSV (a header first) or JSON lines, read page by page in a
+    worker thread, for a streamed response (the audit page's export and the REST API's)."""
+    from asgiref.sync import sync_to_async
+
+    writer = csv.writer(_Echo())
+    read_page = sync_to_async(audit_export_page)
+
+    def encode(row: dict[str, Any]) -> str:
+        if extension == "csv":
+            return str(writer.writerow(audit_csv_cells(row)))
+        return json.dumps(row, ensure_ascii=False) + "\n"
+
+    if extension == "csv":
+        yield str(writer.writerow(EXPORT_FIELDS))
+    before_id = None
+    while rows := await read_page(qs, before_id=before_id):
+        yield "".join(encode(row) for row in rows)
+        before_id = rows[-1]["id"]

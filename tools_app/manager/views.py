@@ -6,13 +6,11 @@ partial of the same page template; plain requests get the page (everything works
 
 from __future__ import annotations
 
-import csv
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from functools import wraps
 from typing import Any, TypeVar
 
-from asgiref.sync import sync_to_async
 from django.contrib import messages
 from django.contrib.auth.models import Group
 from django.contrib.auth.views import redirect_to_login
@@ -249,35 +247,15 @@ def _settings_changes(record: AuditRecord) -> list[tuple[str, Any, Any]]:
     return [(key, before.get(key), after.get(key)) for key in keys]
 
 
-class _Echo:
-    """csv.writer wants a file; this one hands each line back for streaming."""
-
-    def write(self, value: str) -> str:
-        return value
-
-
 def _export(request: HttpRequest, extension: str) -> StreamingHttpResponse:
     """Stream the filtered log page by page: the server is ASGI, so the body is an async
     iterator that reads each page in a worker thread instead of loading the log in memory."""
     qs = audit_selectors.audit_records(audit_selectors.AuditFilters.from_query(request.GET))
-    writer = csv.writer(_Echo())
-    read_page = sync_to_async(audit_selectors.audit_export_page)
-
-    def encode(row: dict[str, Any]) -> str:
-        if extension == "csv":
-            return str(writer.writerow(audit_selectors.audit_csv_cells(row)))
-        return json.dumps(row, ensure_ascii=False) + "\n"
-
-    async def body() -> AsyncIterator[str]:
-        if extension == "csv":
-            yield str(writer.writerow(audit_selectors.EXPORT_FIELDS))
-        before_id = None
-        while rows := await read_page(qs, before_id=before_id):
-            yield "".join(encode(row) for row in rows)
-            before_id = rows[-1]["id"]
-
     content_type = "text/csv" if extension == "csv" else "application/x-ndjson"
-    response = StreamingHttpResponse(body(), content_type=f"{content_type}; charset=utf-8")
+    response = StreamingHttpResponse(
+        audit_selectors.audit_export_lines(qs, extension),
+        content_type=f"{content_type}; charset=utf-8",
+    )
     filename = f"audit-{timezone.now():%Y%m%d-%H%M%S}.{extension}"
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response

@@ -35,6 +35,7 @@ from tools_app.services.approval_notify import EVERYONE
 from tools_app.services.audit import audit_approval, audit_call
 from tools_app.services.binding import format_validation_error, toolcall_dispatch
 from tools_app.services.execution import toolcall_finish
+from tools_app.signals import approval_decided, notify
 
 logger = logging.getLogger(__name__)
 
@@ -102,6 +103,7 @@ def toolcall_approve(
     toolcall_publish(call)
     if not held:
         toolcall_dispatch(call)
+    notify(approval_decided, call=call, decision=decision)
     return call
 
 
@@ -151,6 +153,7 @@ def _deny(call: ToolCall, *, user: Any, error: str, note: str, decision: str) ->
         raise ApprovalError("this call is no longer awaiting approval")
     ToolCall.objects.filter(pk=call.pk).update(policy_verdict="denied", policy_reason=error)
     audit_approval(call=call, user=user, decision=decision, note=note)
+    notify(approval_decided, call=call, decision=decision)
     return call
 
 

@@ -14,6 +14,7 @@ from django.db.models import Q
 
 from tools_app.events import approvals_publish
 from tools_app.models import ToolCall
+from tools_app.signals import approval_requested, notify
 
 logger = logging.getLogger(__name__)
 
@@ -21,7 +22,8 @@ EVERYONE = "Everyone"  # platform_app.people.services.EVERYONE: every user is in
 
 
 def approval_waiting(call: ToolCall) -> None:
-    """Called once a call waiting for an approver is stored (binding, after the commit)."""
+    """Called once a call waiting for a decision is stored (binding, after the commit)."""
+    notify(approval_requested, call=call)
     if call.approval_mode != "approver":
         return
     approvals_publish(call)

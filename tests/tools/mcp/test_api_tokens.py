@@ -39,7 +39,7 @@ def test_a_user_cannot_revoke_someone_elses_token(user: Any, other_user: Any) ->
 
 
 @pytest.mark.django_db
-@override_settings(MCP_RATE_LIMIT_PER_MINUTE=2)
+@override_settings(API_RATE_LIMIT_PER_MINUTE=2)
 def test_requests_beyond_the_rate_limit_wait(user: Any) -> None:
     token, _ = api_token_create(user=user, name="n")
     assert api_token_hit(token) == 0

@@ -98,7 +98,9 @@ def test_api_tokens_create_list_revoke(user: Any) -> None:
     token = api_token_verify(raw)
     assert token is not None and token.name == "ci"
     listing = run("api_tokens", "list", user.username)
-    assert f"{token.pk}\tci\t{token.prefix}…\tactive" in listing and raw not in listing
+    scopes = "chat,read,write,approve,mcp"
+    assert f"{token.pk}\tci\t{token.prefix}…\t{scopes}\tactive" in listing
+    assert raw not in listing
     run("api_tokens", "revoke", str(token.pk))
     assert ApiToken.objects.get(pk=token.pk).revoked_at is not None
     with pytest.raises(CommandError, match="no user"):

@@ -73,7 +73,9 @@ def test_it_wakes_on_the_calls_finish_instead_of_polling_its_row(
 def test_a_slow_poll_still_answers_when_no_event_comes(
     user: Any, worker: str, status_reads: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(mcp_gateway, "get_channel_layer", lambda: None)
+    from infra import events  # where the call's listener finds its layer
+
+    monkeypatch.setattr(events, "get_channel_layer", lambda: None)
     monkeypatch.setattr(mcp_gateway, "FALLBACK_POLL_SECONDS", 0.1)
     call = _awaiting_approval(user)
     thread = _approve_after(0.3, user, call.pk)
