@@ -267,15 +267,18 @@ def toolcall_bind(
     """Create the ToolCall for ``request``: ``queued`` (or ``awaiting_approval``) when it may
     run, already terminal when it may not. Dispatching is the caller's next step.
     ``unavailable``: tools taken away for now (an agent's limits), name → reason."""
-    checked = toolcall_check(
-        request=request,
-        ctx=ctx,
-        turn_id=turn_id,
-        message_id=message_id,
-        allowed_tools=allowed_tools,
-        unavailable=unavailable,
-    )
-    return toolcall_store(checked, limits=limits, unavailable=unavailable)
+    # One configuration for the whole bind (the lookup, the grants, the gates): the stored
+    # token is read once, not once per step. Inside a model round this is the round's.
+    with selectors.config_pinned():
+        checked = toolcall_check(
+            request=request,
+            ctx=ctx,
+            turn_id=turn_id,
+            message_id=message_id,
+            allowed_tools=allowed_tools,
+            unavailable=unavailable,
+        )
+        return toolcall_store(checked, limits=limits, unavailable=unavailable)
 
 
 def toolcall_check(
