@@ -23,13 +23,11 @@ runner and tools worker on Redis and PostgreSQL: ``BENCH_REDIS_URL``, ``BENCH_DA
 from __future__ import annotations
 
 import asyncio
-import json
-import subprocess
 import sys
 import time
 from typing import Any
 
-from bench.common import ROOT, emit, setup_django, stop
+from bench.common import emit, run_each_mode, setup_django, stop
 from bench.concurrency import DELAY, Gate, make_people, one_turn, start_app, start_llm, summary
 
 SIZES = [1, 50]
@@ -138,20 +136,7 @@ def main() -> None:
         sizes = [int(s) for s in sys.argv[2].split(",")] if len(sys.argv) > 2 else SIZES
         emit(measure(sys.argv[1], sizes))
         return
-    out: dict[str, Any] = {}
-    for mode in ("embedded", "distributed"):
-        proc = subprocess.run(
-            [sys.executable, "-m", "bench.api_overhead", mode],
-            capture_output=True,
-            text=True,
-            check=False,
-            cwd=ROOT,
-        )
-        sys.stderr.write(proc.stderr[-3000:])
-        if proc.returncode != 0:
-            out[mode] = {"error": f"exit code {proc.returncode}"}
-            continue
-        out[mode] = json.loads(proc.stdout.strip().splitlines()[-1])
+    out: dict[str, Any] = run_each_mode("api_overhead")
     out["target_ratio"] = TARGET
     out["meets_target"] = {
         f"{mode}_{n}": out[mode][n].get("p95_ratio", 99) <= TARGET

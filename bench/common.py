@@ -159,3 +159,23 @@ def stats_ms(samples: list[float]) -> dict[str, float]:
 def emit(result: dict[str, Any]) -> None:
     """The last stdout line of a bench module is its JSON result."""
     print(json.dumps(result))
+
+
+def run_each_mode(module: str) -> dict[str, Any]:
+    """``python -m bench.<module> <mode>`` for each mode in a process of its own (a process
+    holds one Django configuration): mode → its result, or ``{"error": ...}``."""
+    out: dict[str, Any] = {}
+    for mode in ("embedded", "distributed"):
+        proc = subprocess.run(
+            [sys.executable, "-m", f"bench.{module}", mode],
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=ROOT,
+        )
+        sys.stderr.write(proc.stderr[-3000:])
+        if proc.returncode != 0:
+            out[mode] = {"error": f"exit code {proc.returncode}"}
+            continue
+        out[mode] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return out

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import ROOT, child_env, emit, setup_django, stop, wait
+from bench.common import ROOT, child_env, emit, run_each_mode, setup_django, stop, wait
 
 DELAY = float(os.environ.get("BENCH_LLM_DELAY", "2.0"))
 SIZES = [1, 50, 500]
@@ -384,20 +384,7 @@ def main() -> None:
         sizes = [int(s) for s in sys.argv[2].split(",")] if len(sys.argv) > 2 else SIZES
         emit(measure(sys.argv[1], sizes))
         return
-    out: dict[str, Any] = {}
-    for mode in ("embedded", "distributed"):
-        proc = subprocess.run(
-            [sys.executable, "-m", "bench.concurrency", mode],
-            capture_output=True,
-            text=True,
-            check=False,
-            cwd=ROOT,
-        )
-        sys.stderr.write(proc.stderr[-3000:])
-        if proc.returncode != 0:
-            out[mode] = {"error": f"exit code {proc.returncode}"}
-            continue
-        out[mode] = json.loads(proc.stdout.strip().splitlines()[-1])
+    out: dict[str, Any] = run_each_mode("concurrency")
     out["targets"] = TARGETS
     out["meets_targets"] = verdict(out)
     plot(out)

@@ -22,16 +22,14 @@ process and are not counted.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import subprocess
 import sys
 import threading
 import time
 import urllib.request
 from typing import Any
 
-from bench.common import ROOT, emit, setup_django, stop
+from bench.common import ROOT, emit, run_each_mode, setup_django, stop
 from bench.concurrency import RssSampler, crowd, make_people, start_app, start_llm, summary
 
 N = 50
@@ -143,20 +141,7 @@ def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] in ("embedded", "distributed"):
         emit(measure(sys.argv[1]))
         return
-    out: dict[str, Any] = {"target_ratio": TARGET_RATIO}
-    for mode in ("embedded", "distributed"):
-        proc = subprocess.run(
-            [sys.executable, "-m", "bench.observability", mode],
-            capture_output=True,
-            text=True,
-            check=False,
-            cwd=ROOT,
-        )
-        sys.stderr.write(proc.stderr[-3000:])
-        if proc.returncode != 0:
-            out[mode] = {"error": f"exit code {proc.returncode}"}
-            continue
-        out[mode] = json.loads(proc.stdout.strip().splitlines()[-1])
+    out: dict[str, Any] = {"target_ratio": TARGET_RATIO, **run_each_mode("observability")}
     out["load_average"] = [round(x, 2) for x in os.getloadavg()]
     emit(out)
 

@@ -10,12 +10,19 @@
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import sys
 import time
 from typing import Any
 
-from bench.common import emit, setup_django, start_server, start_worker, stats_ms, stop
+from bench.common import (
+    emit,
+    run_each_mode,
+    setup_django,
+    start_server,
+    start_worker,
+    stats_ms,
+    stop,
+)
 
 N_CALLS = 200
 N_CARDS = 30
@@ -132,15 +139,7 @@ def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] in ("embedded", "distributed"):
         emit(measure(sys.argv[1]))
         return
-    out: dict[str, Any] = {}
-    for mode in ("embedded", "distributed"):
-        proc = subprocess.run(
-            [sys.executable, "-m", "bench.roundtrip", mode],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        out[mode] = __import__("json").loads(proc.stdout.strip().splitlines()[-1])
+    out: dict[str, Any] = run_each_mode("roundtrip")
     emit(out)
 
 

@@ -23,15 +23,13 @@ process.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 import time
 from decimal import Decimal
 from typing import Any
 
-from bench.common import ROOT, emit, setup_django, stats_ms
+from bench.common import emit, run_each_mode, setup_django, stats_ms
 
 N = 1000
 WARM = 50
@@ -124,20 +122,7 @@ def main() -> None:
     if len(sys.argv) > 1:
         emit(measure(sys.argv[1]))
         return
-    out: dict[str, Any] = {"target_ms": TARGET_MS}
-    for mode in ("embedded", "distributed"):
-        proc = subprocess.run(
-            [sys.executable, "-m", "bench.usage_record", mode],
-            capture_output=True,
-            text=True,
-            check=False,
-            cwd=ROOT,
-        )
-        if proc.returncode != 0:
-            sys.stderr.write(proc.stderr[-3000:])
-            out[mode] = {"error": f"exit code {proc.returncode}"}
-            continue
-        out[mode] = json.loads(proc.stdout.strip().splitlines()[-1])
+    out: dict[str, Any] = {"target_ms": TARGET_MS, **run_each_mode("usage_record")}
     out["load_average"] = [round(x, 2) for x in os.getloadavg()]
     emit(out)
 
