@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from django.contrib.auth.models import Group
 from django.db.models import Q
@@ -34,7 +34,29 @@ from tools_app import selectors
 from tools_app.services.grants import EVERYONE
 
 if TYPE_CHECKING:
-    from chat_app.services.loop import RoundPlan
+    from chat_app.models import Agent, Provider
+    from chat_app.providers.base import ChatMessage, ToolSpec
+
+
+class RoundPlan(Protocol):
+    """What a round's usage record reads of the round (``chat_app.services.loop.RoundPlan``
+    has it; named here so this module does not import the loop that imports it)."""
+
+    turn_id: int
+    conversation_id: int
+    user_id: int | None
+    provider: Provider
+    agent: Agent
+    model: str
+    source: str
+    username: str
+    system: str
+    history: list[ChatMessage] | None
+    specs: list[ToolSpec] | None
+    stream_started: float
+    first_token_at: float | None
+    stream_ended: float
+    trace_attributes: dict[str, Any]
 
 logger = logging.getLogger(__name__)
 

@@ -39,6 +39,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from platform_app.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
@@ -235,6 +236,20 @@ def delivery_attempt(delivery_id: int) -> float | None:
         return None
     endpoint = delivery.endpoint
     number = delivery.attempts + 1
+    # An attempt claims the delivery: its number, and a lease while it runs (next_attempt_at,
+    # which the attempt's end sets to when the next may start). Of two workers that hold the
+    # same pending delivery (a task and its redelivery), one tries; the other finds it taken.
+    now = timezone.now()
+    lease = now + timedelta(seconds=settings.WEBHOOK_TIMEOUT_SECONDS + 30)
+    if not (
+        WebhookDelivery.objects.filter(
+            Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now),
+            pk=delivery.pk,
+            status=WebhookDelivery.Status.PENDING,
+            attempts=delivery.attempts,
+        ).update(attempts=number, next_attempt_at=lease)
+    ):
+        return None
     body = _body(delivery)
     stamp = int(time.time())
     headers = {

@@ -136,7 +136,9 @@ def _refused(url: str, *, allow_private: bool, staff_user: Any) -> WebhookDelive
     )
     assert webhook_emit("schedule.fired", lambda: {"schedule_id": 1}) >= 1
     delivery = WebhookDelivery.objects.get(endpoint=endpoint)
+    # Tried here, or by a worker that took it first (never by both: an attempt claims it).
     assert delivery_attempt(delivery.pk) is None  # not tried again: refused for good
+    wait_for(lambda: WebhookDelivery.objects.get(pk=delivery.pk).status != "pending")
     delivery.refresh_from_db()
     return delivery
 
@@ -190,3 +192,31 @@ def test_a_receiver_that_refuses_is_not_tried_again_and_an_old_signature_fails(
     assert signature_valid(secret, header, hit.body)
     assert not signature_valid(secret, header, hit.body, now=time.time() + 3600)  # a replay
     assert not signature_valid(secret, "t=abc,v1=00", hit.body)
+
+
+def test_two_workers_trying_one_delivery_at_once_send_it_once(
+    receiver: Any, staff_user: Any
+) -> None:
+    endpoint, _ = endpoint_create(
+        user=staff_user,
+        name="t",
+        url=receiver.url("/hook"),
+        events=["schedule.fired"],
+        allow_private=True,
+    )
+    webhook_emit("schedule.fired", lambda: {"schedule_id": 1})
+    delivery = WebhookDelivery.objects.get(endpoint=endpoint)
+    start = threading.Barrier(4)
+
+    def attempt() -> None:
+        start.wait()
+        delivery_attempt(delivery.pk)
+
+    workers = [threading.Thread(target=attempt) for _ in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(30)
+    wait_for(lambda: WebhookDelivery.objects.get(pk=delivery.pk).status == "delivered")
+    assert list(delivery.attempt_log.values_list("number", "status_code")) == [(1, 204)]
+    assert len(_hooks(receiver)) == 1
