@@ -58,6 +58,7 @@ class RoundPlan(Protocol):
     stream_ended: float
     trace_attributes: dict[str, Any]
 
+
 logger = logging.getLogger(__name__)
 
 MILLION = Decimal(1_000_000)
