@@ -5,6 +5,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -103,6 +104,10 @@ class Conversation(models.Model):
     # The model picked in the chat's model switcher (with ``provider``, its endpoint), used
     # from the next model round on; empty: the agent's (or its provider's) model.
     model = models.CharField(max_length=200, blank=True)
+    # The language of the person who last wrote in it (a language code of settings.LANGUAGES;
+    # "" before the first message): its notices are written in it, and its tool descriptions
+    # offered to the model too unless the agent profile fixes one (Agent.tool_language).
+    language = models.CharField(max_length=8, blank=True, default="")
     # Pinned conversations head the sidebar; archived ones leave it for the Archived view.
     pinned_at = models.DateTimeField(null=True, blank=True)
     archived_at = models.DateTimeField(null=True, blank=True)
@@ -340,6 +345,17 @@ class Agent(models.Model):
         help_text='Calls per turn of a tool, by name, e.g. {"web_search": 8, "clarification": 2}; '
         "a tool not listed (or 0) has no limit. At the limit the tool is no longer offered. "
         "Not counted for a tool-calling profile with every tool.",
+    )
+    # The language of the tool descriptions offered to the model: "" the conversation's (the
+    # person's), or a fixed language code. Names of tools and arguments never change.
+    tool_language = models.CharField(
+        max_length=8,
+        blank=True,
+        default="",
+        help_text=_(
+            "Empty: the conversation's language (the person's). A language code fixes the "
+            "descriptions the model reads whoever writes."
+        ),
     )
     is_default = models.BooleanField(default=False)
     # Who may pick this profile (members of these groups; "Everyone" for every user). Staff

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from infra.secrets import EncryptedTextField
 
@@ -227,9 +228,9 @@ class UserPreferences(models.Model):
     """What a person chose about how the pages look; one row, made on their first choice."""
 
     class Theme(models.TextChoices):
-        SYSTEM = "system", "Follow the system"
-        LIGHT = "light", "Light"
-        DARK = "dark", "Dark"
+        SYSTEM = "system", _("Follow the system")
+        LIGHT = "light", _("Light")
+        DARK = "dark", _("Dark")
 
     user = models.OneToOneField(
         settings.AUTH_USER_MODEL,
@@ -238,6 +239,8 @@ class UserPreferences(models.Model):
         related_name="preferences",
     )
     theme = models.CharField(max_length=10, choices=Theme.choices, default=Theme.SYSTEM)
+    # One of settings.LANGUAGES; "" follows the browser (Accept-Language, the language cookie).
+    language = models.CharField(max_length=8, blank=True, default="")
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

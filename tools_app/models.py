@@ -5,6 +5,7 @@ from typing import Any
 
 from django.conf import settings as django_settings
 from django.db import models
+from django.utils import translation
 
 from infra.secrets import EncryptedTextField
 
@@ -161,6 +162,12 @@ class ToolGrant(models.Model):
         return f"{self.group} → {self.kind} {self.name}"
 
 
+def active_language() -> str:
+    """The language in force where a call is made (its card is shown in it later, whichever
+    process renders it)."""
+    return translation.get_language() or ""
+
+
 class ToolCall(models.Model):
     """One call of one tool: its arguments, its life, its result. The card and the trace."""
 
@@ -208,6 +215,9 @@ class ToolCall(models.Model):
         related_name="+",
     )
     source = models.CharField(max_length=8, choices=Source.choices, default=Source.CHAT)
+    # The language of the page or conversation the call came from: its card's words (never
+    # its arguments, result or audit record, which stay as the tool made them).
+    language = models.CharField(max_length=8, blank=True, default=active_language)
     call_id = models.CharField(max_length=128, blank=True)
     index = models.PositiveIntegerField(default=0)
     tool = models.CharField(max_length=64)
