@@ -28,9 +28,7 @@ application = ProtocolTypeRouter(
         # /v1: the OpenAI-compatible endpoint (platform_app.api.v1).
         "http": BodyLimit(McpRouter(OpenAIRouter(django_asgi_app))),
         "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(
-                LanguageMiddleware(URLRouter([*chat_ws, *tools_ws, *approvals_ws]))
-            )
+            AuthMiddlewareStack(LanguageMiddleware(URLRouter([*chat_ws, *tools_ws, *approvals_ws])))
         ),
     }
 )

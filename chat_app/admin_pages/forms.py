@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from chat_app.models import Agent, Provider
 
@@ -20,18 +21,20 @@ def _names(text: str) -> list[str]:
 class ProviderPageForm(forms.ModelForm):
     api_key = forms.CharField(
         required=False,
-        label="API key",
+        label=_("API key"),
         strip=True,
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
-        help_text="Write-only and encrypted at rest. Leave blank to keep the stored key.",
+        help_text=_("Write-only and encrypted at rest. Leave blank to keep the stored key."),
     )
-    clear_api_key = forms.BooleanField(required=False, label="Remove the stored API key")
+    clear_api_key = forms.BooleanField(required=False, label=_("Remove the stored API key"))
     allowed_models = forms.CharField(
         required=False,
-        label="Other allowed models",
+        label=_("Other allowed models"),
         widget=forms.Textarea(attrs={"rows": 3, "class": "mono"}),
-        help_text="Model names of this endpoint that people, schedules and subagents may "
-        "switch to, one per line (or separated by commas).",
+        help_text=_(
+            "Model names of this endpoint that people, schedules and subagents may "
+            "switch to, one per line (or separated by commas)."
+        ),
     )
 
     class Meta:
@@ -77,7 +80,7 @@ class ProviderPageForm(forms.ModelForm):
     def clean_base_url(self) -> str:
         url = (self.cleaned_data.get("base_url") or "").strip()
         if url and not re.match(r"^https?://[^\s/]+", url):
-            raise forms.ValidationError("a URL starting with http:// or https://")
+            raise forms.ValidationError(_("a URL starting with http:// or https://"))
         return url.rstrip("/")
 
     def clean_allowed_models(self) -> list[str]:
@@ -106,8 +109,8 @@ class AgentPageForm(forms.ModelForm):
     provider = ProviderChoiceField(
         queryset=Provider.objects.order_by("name"),
         required=False,
-        empty_label="— the default provider —",
-        help_text="Empty: the default provider.",
+        empty_label=_("— the default provider —"),
+        help_text=_("Empty: the default provider."),
     )
     # GRANTS: a "groups" field (which groups may use this profile) goes here, beside the
     # fields below, when Agent.groups exists (issue 22, per-group grants).

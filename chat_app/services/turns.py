@@ -355,7 +355,7 @@ def _owned_conversation(user: Any, conversation_id: int) -> Conversation:
     found = Conversation.objects.filter(pk=conversation_id, owner=user).order_by()[:1]
     conversation = next(iter(found), None)
     if conversation is None:
-        raise TurnError("conversation not found")
+        raise TurnError(_("conversation not found"))
     return conversation
 
 

@@ -15,9 +15,7 @@ def preferences_get(*, user: AbstractBaseUser | AnonymousUser) -> tuple[str, str
     chosen (or is signed out). "" as the language: follow the browser."""
     if not user.is_authenticated:
         return UserPreferences.Theme.SYSTEM, ""
-    row = (
-        UserPreferences.objects.filter(user_id=user.pk).values_list("theme", "language").first()
-    )
+    row = UserPreferences.objects.filter(user_id=user.pk).values_list("theme", "language").first()
     if row is None:
         return UserPreferences.Theme.SYSTEM, ""
     return row[0] or UserPreferences.Theme.SYSTEM, row[1]
@@ -32,7 +30,9 @@ def preferences_set_theme(*, user: AbstractBaseUser, theme: str) -> UserPreferen
     """Record the theme; raises ValueError for a value that is not one of the choices."""
     if theme not in UserPreferences.Theme.values:
         choices = ", ".join(UserPreferences.Theme.values)
-        raise ValueError(_("unknown theme %(theme)r: one of %(choices)s") % {"theme": theme, "choices": choices})
+        raise ValueError(
+            _("unknown theme %(theme)r: one of %(choices)s") % {"theme": theme, "choices": choices}
+        )
     preferences, _created = UserPreferences.objects.update_or_create(
         user_id=user.pk, defaults={"theme": theme}
     )

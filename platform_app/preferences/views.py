@@ -7,8 +7,8 @@ from django.shortcuts import redirect
 from django.utils import translation
 from django.utils.cache import patch_cache_control
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.views.i18n import JavaScriptCatalog
 from django.views.decorators.http import require_POST
+from django.views.i18n import JavaScriptCatalog
 
 from platform_app.preferences.services import preferences_set_language, preferences_set_theme
 
