@@ -18,7 +18,7 @@ from django.conf import settings
 
 from tools_app.imported import ImportedTool
 from tools_app.manager.forms import UNIT_SUFFIXES, field_label
-from tools_app.registry import GROUPS, TOOLS
+from tools_app.registry import GROUPS
 from tools_app.schema import plain_schema
 
 CATALOG_PATH = Path(settings.BASE_DIR) / "locale" / "tool_strings.py"

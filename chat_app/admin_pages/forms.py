@@ -53,18 +53,20 @@ class ProviderPageForm(forms.ModelForm):
             "is_default",
         ]
         labels = {
-            "base_url": "Base URL",
-            "model": "Default model",
-            "native_tools": "Tool calls",
-            "image_input": "Image input",
-            "timeout_seconds": "Timeout (seconds)",
-            "retry_backoff_seconds": "First retry wait (seconds)",
-            "is_default": "Default provider",
+            "base_url": _("Base URL"),
+            "model": _("Default model"),
+            "native_tools": _("Tool calls"),
+            "image_input": _("Image input"),
+            "timeout_seconds": _("Timeout (seconds)"),
+            "retry_backoff_seconds": _("First retry wait (seconds)"),
+            "is_default": _("Default provider"),
         }
         help_texts = {
-            "base_url": "Empty: the vendor's own API. OpenAI-compatible servers end in /v1, "
-            "e.g. http://localhost:11434/v1 for Ollama.",
-            "is_default": "Used by conversations and agent profiles that name no provider.",
+            "base_url": _(
+                "Empty: the vendor's own API. OpenAI-compatible servers end in /v1, "
+                "e.g. http://localhost:11434/v1 for Ollama."
+            ),
+            "is_default": _("Used by conversations and agent profiles that name no provider."),
         }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -132,16 +134,16 @@ class AgentPageForm(forms.ModelForm):
             "is_default",
         ]
         labels = {
-            "all_tools": "Every enabled tool",
-            "max_rounds": "Model rounds per turn",
-            "max_iterations": "Acting rounds per turn",
-            "max_calls_per_turn": "Tool calls per turn",
-            "max_calls_per_conversation": "Tool calls per conversation",
-            "is_default": "Default profile",
+            "all_tools": _("Every enabled tool"),
+            "max_rounds": _("Model rounds per turn"),
+            "max_iterations": _("Acting rounds per turn"),
+            "max_calls_per_turn": _("Tool calls per turn"),
+            "max_calls_per_conversation": _("Tool calls per conversation"),
+            "is_default": _("Default profile"),
         }
         help_texts = {
-            "model": "Empty: the provider's default model.",
-            "is_default": "New conversations start with this profile.",
+            "model": _("Empty: the provider's default model."),
+            "is_default": _("New conversations start with this profile."),
         }
         widgets = {
             "system_prompt": forms.Textarea(attrs={"rows": 6}),

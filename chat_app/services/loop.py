@@ -345,11 +345,12 @@ def round_use_fallback(plan: RoundPlan) -> None:
 
 def round_announce_retry(plan: RoundPlan, notice: RetryNotice) -> None:
     """Start the reply over, and say why on the message while we wait."""
-    Message.objects.filter(pk=plan.message_id).update(
-        content="", note=notice.text()[:500], version=F("version") + 1
-    )
-    plan.message = Message.objects.get(pk=plan.message_id)
-    message_publish(plan.message, calls=[])
+    with translation.override(plan.language or settings.LANGUAGE_CODE):
+        Message.objects.filter(pk=plan.message_id).update(
+            content="", note=notice.text()[:500], version=F("version") + 1
+        )
+        plan.message = Message.objects.get(pk=plan.message_id)
+        message_publish(plan.message, calls=[])
 
 
 # --- 2. stream (the event loop) ------------------------------------------------------------

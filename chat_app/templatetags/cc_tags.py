@@ -6,8 +6,10 @@ from typing import Any
 
 from django import template
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.translation import gettext
 
 from chat_app.rendering import render_markdown
+from chat_app.services.titles import DEFAULT_TITLE
 
 register = template.Library()
 
@@ -109,3 +111,9 @@ def tokens(value: Any) -> str:
 @register.filter
 def get_item(row: Any, key: str) -> Any:
     return row.get(key) if isinstance(row, dict) else getattr(row, key, None)
+
+
+@register.filter
+def conversation_title(title: str) -> str:
+    """A conversation's title; the placeholder of one not yet named, in the page's language."""
+    return gettext("New conversation") if title == DEFAULT_TITLE else title

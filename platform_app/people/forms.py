@@ -37,8 +37,8 @@ class UserCreateForm(forms.Form):
     how = forms.ChoiceField(
         label=_("How they sign in"),
         choices=[
-            (INVITE, "Invite: a one-time link where they choose their password"),
-            (PASSWORD, "Set a password now"),
+            (INVITE, _("Invite: a one-time link where they choose their password")),
+            (PASSWORD, _("Set a password now")),
         ],
         initial=INVITE,
         widget=forms.RadioSelect,

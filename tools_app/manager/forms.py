@@ -25,8 +25,8 @@ from typing import Any
 
 from django import forms
 from django.forms.utils import ErrorDict
-from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext, gettext_noop
+from django.utils.translation import gettext_lazy as _
 from pydantic import BaseModel, SecretStr, ValidationError
 
 from tools_app.i18n import text_localized
@@ -246,7 +246,7 @@ class SchemaForm(forms.Form):
             if self.blank_omits and not spec.required and not spec.has_default:
                 # A checkbox cannot say "not given"; a tri-state select can.
                 return forms.TypedChoiceField(
-                    choices=[("", "— not given —"), ("true", "true"), ("false", "false")],
+                    choices=[("", _("— not given —")), ("true", "true"), ("false", "false")],
                     coerce=lambda v: v == "true",
                     empty_value=None,
                     **common,

@@ -28,9 +28,9 @@ class McpServerForm(RowsMixin, forms.Form):
     label = forms.CharField(max_length=100, required=False, help_text=_("Shown in the Tools list."))
     transport = forms.ChoiceField(
         choices=[
-            ("stdio", "stdio — a command run in the sandbox"),
-            ("http", "streamable HTTP — a URL"),
-            ("sse", "SSE (older HTTP servers) — a URL"),
+            ("stdio", _("stdio — a command run in the sandbox")),
+            ("http", _("streamable HTTP — a URL")),
+            ("sse", _("SSE (older HTTP servers) — a URL")),
         ]
     )
     command = forms.CharField(
@@ -70,7 +70,7 @@ class McpServerForm(RowsMixin, forms.Form):
         help_text=_("stdio: where the server runs (none = directly on the worker, no isolation)."),
     )
     workspace = forms.ChoiceField(
-        choices=[("shared", "one shared workspace"), ("conversation", "the conversation's")],
+        choices=[("shared", _("one shared workspace")), ("conversation", _("the conversation's"))],
         help_text=_("stdio: the files the server sees at /workspace."),
     )
     network = forms.BooleanField(
@@ -81,9 +81,9 @@ class McpServerForm(RowsMixin, forms.Form):
         data = super().clean() or {}
         transport = data.get("transport")
         if transport == "stdio" and not (data.get("command") or "").strip():
-            self.add_error("command", "A stdio server needs a command.")
-        if transport in ("http", "sse") and not data.get("url"):
-            self.add_error("url", "An HTTP server needs a URL.")
+            self.add_error("command", _("A stdio server needs a command."))
+        if transport in ("http", _("sse")) and not data.get("url"):
+            self.add_error("url", _("An HTTP server needs a URL."))
         return data
 
 
@@ -132,7 +132,7 @@ class OpenApiForm(RowsMixin, forms.Form):
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         if not data.get("document_url") and not data.get("document"):
-            self.add_error("document_url", "Give the document's URL or upload it.")
+            self.add_error("document_url", _("Give the document's URL or upload it."))
         return data
 
 
@@ -164,14 +164,15 @@ class OpenApiImportForm(RowsMixin, forms.Form):
     auth_type = forms.ChoiceField(
         label=_("Authentication"),
         choices=[
-            ("none", "none"),
-            ("api_key", "API key"),
-            ("bearer", "bearer token"),
-            ("basic", "basic (user + password)"),
+            ("none", _("none")),
+            ("api_key", _("API key")),
+            ("bearer", _("bearer token")),
+            ("basic", _("basic (user + password)")),
         ],
     )
     auth_in = forms.ChoiceField(
-        label=_("API key goes in"), choices=[("header", "a header"), ("query", "a query parameter")]
+        label=_("API key goes in"),
+        choices=[("header", _("a header")), ("query", _("a query parameter"))],
     )
     auth_name = forms.CharField(
         required=False, label=_("Header or parameter name"), initial="X-API-Key"
