@@ -3,7 +3,7 @@
 Tool descriptions live in the tools' code (docstrings, ``Field(description=...)``), where
 ``makemessages`` cannot see them. ``catalog_source()`` lists them, with the Tools Manager's
 group labels and descriptions and the labels its forms derive from field names, as
-``gettext_noop`` calls; ``manage.py tool_catalog`` writes that to ``locale/tool_strings.py``
+``gettext_noop`` calls; ``manage.py tool_catalog`` writes that to ``tools_app/tool_strings.py``
 for ``makemessages`` to collect, and ``--check`` (a test runs it) fails when a tool's words
 changed and the file was not written again. Imported tools (MCP, OpenAPI) are left out: their
 servers describe them.
@@ -21,7 +21,8 @@ from tools_app.manager.forms import UNIT_SUFFIXES, field_label
 from tools_app.registry import GROUPS
 from tools_app.schema import plain_schema
 
-CATALOG_PATH = Path(settings.BASE_DIR) / "locale" / "tool_strings.py"
+# Inside an app: makemessages leaves the locale folders themselves out.
+CATALOG_PATH = Path(settings.BASE_DIR) / "tools_app" / "tool_strings.py"
 
 _HEADER = '''"""Written by `manage.py tool_catalog` (tools_app/catalog.py): do not edit by hand.
 

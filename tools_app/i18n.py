@@ -4,7 +4,7 @@ form, /help) and, where an admin lets it, what the model reads.
 Only descriptions change; tool names, argument names, types and everything binding checks stay
 as the tool declares them, so validation, policy and the audit never depend on a language. The
 English text in the tool's code is the message id: ``manage.py tool_catalog`` writes every
-built-in description into ``locale/tool_strings.py`` for ``makemessages`` to collect, and a
+built-in description into ``tools_app/tool_strings.py`` for ``makemessages`` to collect, and a
 description without a translation is offered as written. Imported tools (MCP, OpenAPI) are
 shown as their servers describe them.
 """

@@ -8,6 +8,7 @@ from django import forms
 from django.contrib.auth import get_user_model, password_validation
 from django.contrib.auth.models import Group
 from django.contrib.auth.validators import UnicodeUsernameValidator
+from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
 
 from platform_app.people.services import EVERYONE
@@ -18,8 +19,8 @@ def _groups_field() -> forms.ModelMultipleChoiceField:
         queryset=Group.objects.exclude(name=EVERYONE).order_by("name"),
         required=False,
         widget=forms.CheckboxSelectMultiple,
-        help_text=_("Everyone is in “%(EVERYONE)s” as well, without being listed.")
-        % {"EVERYONE": EVERYONE},
+        # Lazy, formatted when the form is shown (in the page's language).
+        help_text=format_lazy(_("Everyone is in “{}” as well, without being listed."), EVERYONE),
     )
 
 

@@ -82,7 +82,7 @@ class McpServerForm(RowsMixin, forms.Form):
         transport = data.get("transport")
         if transport == "stdio" and not (data.get("command") or "").strip():
             self.add_error("command", _("A stdio server needs a command."))
-        if transport in ("http", _("sse")) and not data.get("url"):
+        if transport in ("http", "sse") and not data.get("url"):
             self.add_error("url", _("An HTTP server needs a URL."))
         return data
 

@@ -1,4 +1,4 @@
-"""Write locale/tool_strings.py: the built-in tools' words, for makemessages (tools_app/catalog)."""
+"""Write tools_app/tool_strings.py: the built-in tools' words, for makemessages."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from tools_app.catalog import CATALOG_PATH, catalog_source
 
 
 class Command(BaseCommand):
-    help = "Write the tools' descriptions into locale/tool_strings.py for makemessages."
+    help = "Write the tools' descriptions into tools_app/tool_strings.py for makemessages."
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument(
