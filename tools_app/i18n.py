@@ -59,6 +59,11 @@ def schema_localized(schema: Any) -> Any:
     }
 
 
+def text_in(text: str, language: str) -> str:
+    """One description in ``language`` (as written where there is no translation)."""
+    return str(schema_in({"description": text}, language)["description"])
+
+
 def schema_in(schema: dict[str, Any], language: str) -> dict[str, Any]:
     """``schema`` with its descriptions in ``language`` (English, or a language the site does
     not offer: unchanged). Callers that offer it every round cache the result."""

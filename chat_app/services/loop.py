@@ -62,7 +62,7 @@ from chat_app.services.usage import round_gate, round_record
 from infra import tracing
 from tools_app import selectors
 from tools_app.events import toolcall_publish
-from tools_app.i18n import schema_in
+from tools_app.i18n import schema_in, text_in
 from tools_app.models import ToolCall
 from tools_app.registry import BaseTool
 from tools_app.runtime import BindContext, scope_narrow
@@ -168,7 +168,7 @@ def _tool_spec(tool: type[BaseTool], strict: bool, reasoning: bool, language: st
             parameters = with_reasoning_field(parameters)
         spec = ToolSpec(
             name=tool.tool_name,
-            description=schema_in({"d": schema["description"]}, language)["d"],
+            description=text_in(schema["description"], language),
             parameters=schema_in(parameters, language),
             strict=schema.get("strict", False),
         )
