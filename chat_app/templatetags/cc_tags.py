@@ -5,6 +5,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django import template
+from django.utils.formats import number_format
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext
 
@@ -40,11 +41,13 @@ def compact_json(value: Any) -> str:
 def duration(ms: int | None) -> str:
     if ms is None:
         return ""
+    # Units and the decimal separator in the page's language.
+    milliseconds, seconds, minutes = gettext("ms"), gettext("s"), gettext("min")
     if ms < 1000:
-        return f"{ms} ms"
+        return f"{ms} {milliseconds}"
     if ms < 60_000:
-        return f"{ms / 1000:.1f} s"
-    return f"{ms // 60_000} min {ms % 60_000 // 1000} s"
+        return f"{number_format(ms / 1000, 1)} {seconds}"
+    return f"{ms // 60_000} {minutes} {ms % 60_000 // 1000} {seconds}"
 
 
 @register.filter

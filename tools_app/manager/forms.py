@@ -25,6 +25,7 @@ from typing import Any
 
 from django import forms
 from django.forms.utils import ErrorDict
+from django.utils.formats import number_format
 from django.utils.translation import gettext, gettext_noop
 from django.utils.translation import gettext_lazy as _
 from pydantic import BaseModel, SecretStr, ValidationError
@@ -72,7 +73,10 @@ class FieldSpec:
         """The allowed range as the help line shows it: 1–60 s, ≥ 0, ≤ 10 MB."""
 
         def num(value: float) -> str:
-            return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
+            # Grouped as the page's language writes numbers (3,600 / 3 600).
+            if float(value).is_integer():
+                return number_format(int(value), force_grouping=True)
+            return number_format(value)
 
         unit = f" {gettext(self.unit)}" if self.unit else ""
         if self.minimum is not None and self.maximum is not None:
@@ -270,7 +274,9 @@ class SchemaForm(forms.Form):
         if spec.kind == "lines":
             widget = forms.Textarea(attrs={"rows": 4, "class": "mono", "spellcheck": "false"})
             if "per line" not in spec.help.lower():
-                common["help_text"] = " ".join(filter(None, [spec.help, "One item per line."]))
+                common["help_text"] = " ".join(
+                    filter(None, [spec.help, gettext("One item per line.")])
+                )
             return forms.CharField(widget=widget, strip=False, **common)
         if spec.kind == "json":
             widget = forms.Textarea(attrs={"rows": 4, "class": "mono", "spellcheck": "false"})
