@@ -297,10 +297,14 @@ AUTHENTICATION_BACKENDS = [
     *(["django.contrib.auth.backends.ModelBackend"] if OIDC_LOCAL_LOGIN else []),
     "platform_app.sso.backend.OIDCBackend",
 ]
-# English is the default (and what a browser that asks for no known language gets); Russian
-# is complete. docs/TRANSLATING.md says how to add a language.
-LANGUAGE_CODE = "en"
+# English is the default (what a browser that asks for no language offered here gets, and
+# the test suite); Russian is complete. docs/TRANSLATING.md says how to add a language.
 LANGUAGES = [("en", "English"), ("ru", "Русский")]
+LANGUAGE_CODE = envstr("LANGUAGE_CODE", "en")
+if LANGUAGE_CODE not in {code for code, _name in LANGUAGES}:
+    raise ImproperlyConfigured(
+        f"LANGUAGE_CODE={LANGUAGE_CODE!r}: one of {', '.join(c for c, _n in LANGUAGES)}"
+    )
 LOCALE_PATHS = [BASE_DIR / "locale"]
 LANGUAGE_COOKIE_NAME = "cc_language"
 LANGUAGE_COOKIE_AGE = 365 * 24 * 3600

@@ -7,6 +7,8 @@ import re
 from typing import Any
 
 from django import forms
+from django.conf import settings
+from django.utils.translation import get_language_info
 from django.utils.translation import gettext_lazy as _
 
 from chat_app.models import Agent, Provider
@@ -116,6 +118,22 @@ class AgentPageForm(forms.ModelForm):
     )
     # GRANTS: a "groups" field (which groups may use this profile) goes here, beside the
     # fields below, when Agent.groups exists (issue 22, per-group grants).
+    tool_language = forms.ChoiceField(
+        label=_("Tool descriptions for the model"),
+        required=False,
+        help_text=_(
+            "The language the model reads the tools' descriptions in. Names of tools and "
+            "arguments never change."
+        ),
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Each language by its own name; the list follows settings.LANGUAGES.
+        self.fields["tool_language"].choices = [
+            ("", _("The conversation's language (the person's)")),
+            *((code, get_language_info(code)["name_local"]) for code, _n in settings.LANGUAGES),
+        ]
 
     class Meta:
         model = Agent
@@ -126,6 +144,7 @@ class AgentPageForm(forms.ModelForm):
             "provider",
             "model",
             "kind",
+            "tool_language",
             "all_tools",
             "max_rounds",
             "max_iterations",

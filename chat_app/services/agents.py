@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
+from django.conf import settings
 from django.db import transaction
 from django.db.models import QuerySet
 from django.utils.translation import gettext as _
@@ -28,6 +29,7 @@ _FIELDS = (
     "kind",
     "max_iterations",
     "tool_budgets",
+    "tool_language",
     "is_default",
 )
 # Keys of YAML written before per-tool budgets were one field: still read, into tool_budgets.
@@ -140,6 +142,12 @@ def agents_import(text: str) -> list[Agent]:
             legacy = {key: item[key] for key in _LEGACY_BUDGETS if key in item}
             if legacy:
                 values["tool_budgets"] = _budgets_from_legacy(item, legacy)
+            languages = {"", *(code for code, _name in settings.LANGUAGES)}
+            if values.get("tool_language", "") not in languages:
+                raise AgentImportError(
+                    _("agent %(name)s: tool_language must be one of %(codes)s")
+                    % {"name": f"{item['name']!r}", "codes": ", ".join(sorted(languages - {""}))}
+                )
             if "tools" in values and not isinstance(values["tools"], list):
                 raise AgentImportError(
                     _("agent %(name)s: tools must be a list") % {"name": f"{item['name']!r}"}
