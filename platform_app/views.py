@@ -174,7 +174,7 @@ def schedule_list(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def schedule_delete(request: HttpRequest, schedule_id: int) -> HttpResponse:
-    deleted, _ = Schedule.objects.filter(pk=schedule_id, user_id=_me(request)).delete()
+    deleted, _count = Schedule.objects.filter(pk=schedule_id, user_id=_me(request)).delete()
     if not deleted:  # someone else's, or gone: the same answer
         raise Http404("schedule not found")
     if request.POST.get("from") == "page":

@@ -281,7 +281,7 @@ class ToolCall(models.Model):
 
     @property
     def status_word(self) -> str:
-        return self.Status(self.status).label
+        return str(self.Status(self.status).label)  # in the active language
 
     @property
     def approvers_label(self) -> str:

@@ -130,7 +130,9 @@ class AgentPageForm(forms.ModelForm):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # Each language by its own name; the list follows settings.LANGUAGES.
-        self.fields["tool_language"].choices = [
+        field = self.fields["tool_language"]
+        assert isinstance(field, forms.ChoiceField)
+        field.choices = [
             ("", _("The conversation's language (the person's)")),
             *((code, get_language_info(code)["name_local"]) for code, _n in settings.LANGUAGES),
         ]

@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import redirect
 from django.utils import translation
 from django.utils.cache import patch_cache_control
@@ -60,7 +61,7 @@ def language(request: HttpRequest) -> HttpResponse:
             settings.LANGUAGE_COOKIE_NAME,
             chosen,
             max_age=settings.LANGUAGE_COOKIE_AGE,
-            samesite=settings.LANGUAGE_COOKIE_SAMESITE,
+            samesite="Lax",  # settings.LANGUAGE_COOKIE_SAMESITE
             secure=request.is_secure(),
         )
     else:
@@ -68,7 +69,7 @@ def language(request: HttpRequest) -> HttpResponse:
     return response
 
 
-def js_catalog(request: HttpRequest, language: str) -> HttpResponse:
+def js_catalog(request: HttpRequest, language: str) -> HttpResponseBase:
     """The pages' script strings (djangojs catalog) in ``language``: the language is in the
     address, so a switch loads the other catalog and each can be cached by the browser."""
     if language not in {code for code, _name in settings.LANGUAGES}:

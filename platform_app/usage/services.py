@@ -38,7 +38,7 @@ def _quota_fields(quota: Quota) -> dict[str, Any]:
 def quota_set(*, actor: Any, target: str, metric: str, period: str, limit: Decimal | None) -> Quota:
     """Add or change the quota of ``target`` ("group:<id>" or "user:<id>") for this measure
     and period. Only a person's quota may have no limit (it exempts them)."""
-    kind, _, raw = target.partition(":")
+    kind, _sep, raw = target.partition(":")
     group = Group.objects.filter(pk=int(raw)).first() if kind == "group" and raw.isdigit() else None
     user = (
         get_user_model().objects.filter(pk=int(raw)).first()

@@ -19,7 +19,8 @@ LOG_SIZE = 50
 
 
 def _events() -> list[tuple[str, str]]:
-    return list(WebhookEndpoint.Event.choices)
+    # The labels in the page's language (lazy in the model).
+    return [(value, str(label)) for value, label in WebhookEndpoint.Event.choices]
 
 
 def _form(request: HttpRequest) -> dict[str, Any]:

@@ -388,7 +388,7 @@ class SettingsForm(SchemaForm):
                 )
                 # Right below its input, not at the end of the form.
                 items = list(self.fields.items())
-                at = [n for n, _ in items].index(spec.name) + 1
+                at = [n for n, _field in items].index(spec.name) + 1
                 items.insert(at, (spec.name + self.CLEAR, remove))
                 self.fields = dict(items)
 

@@ -167,7 +167,7 @@ def parse_headers(lines: list[str]) -> dict[str, str]:
         if not line:
             continue
         sep = "=" if "=" in line and (":" not in line or line.index("=") < line.index(":")) else ":"
-        key, _, value = line.partition(sep)
+        key, _sep, value = line.partition(sep)
         key, value = key.strip(), value.strip()
         if not key or not all(c.isalnum() or c in "-_" for c in key):
             raise SourceError(
