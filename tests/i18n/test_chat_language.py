@@ -10,16 +10,17 @@ import pytest
 from channels.db import database_sync_to_async
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import Group
 from django.test import override_settings
 from django.utils import translation
 
 from chat_app.models import Agent, Message, Turn
 from chat_app.routing import websocket_urlpatterns
 from chat_app.services.turns import turn_start
-from platform_app.models import UserPreferences
+from platform_app.models import Quota, UserPreferences
 from platform_app.preferences.websocket import LanguageMiddleware
 from tests.conftest import wait_turn
-from tests.llm_server import Call, Reply
+from tests.llm_server import Call, Reply, Usage
 from tools_app.events import render_toolcall_card
 from tools_app.executors.time.tools import CurrentTime
 from tools_app.i18n import schema_in
@@ -164,3 +165,20 @@ async def test_the_websocket_follows_the_persons_own_choice(conversation, user):
     assert "Вернуть текущие дату и время" in notice["html"]  # current_time, described in Russian
     assert "/current_time" in notice["html"]
     await comm.disconnect()
+
+
+def test_a_used_up_quota_ends_a_russian_turn_in_russian_and_audits_in_english(
+    worker, conversation, user, llm, provider
+):
+    support = Group.objects.create(name="support")
+    user.groups.add(support)
+    Quota.objects.create(group=support, metric="tokens", period="month", limit=1000)
+    llm.set_default(Reply(text="Хорошо.", usage=Usage(input=1000, output=100)))
+    assert run_in("ru", conversation, user, "раз").status == Turn.Status.SUCCEEDED
+    refused = run_in("ru", conversation, user, "два")
+    assert refused.status == Turn.Status.FAILED
+    words = Message.objects.get(turn=refused, role=Message.Role.NOTICE).content
+    assert words.startswith("⚠ Месячный бюджет группы support в 1\xa0000 токенов исчерпан;")
+    assert "обнуляется 1 " in words and "в 00:00 UTC" in words
+    record = AuditRecord.objects.get(kind=AuditRecord.Kind.QUOTA)
+    assert record.error.startswith("the support group's monthly budget of 1,000 tokens")
