@@ -91,11 +91,13 @@ clean:
 
 ## translations: collect every marked string (templates, Python, the tools' words, scripts) into
 ## locale/<lang>/LC_MESSAGES/*.po, then compile the .mo files (GNU gettext's tools are needed
-## here; the compiled .mo files are committed, so `make run` needs none). docs/TRANSLATING.md
+## here; the compiled .mo files are committed, so `make run` needs none). Entries no longer in
+## the sources stay as obsolete (#~): a string that comes back (a merge) keeps its translation.
+## docs/TRANSLATING.md
 MESSAGES_IGNORE := --ignore=.venv --ignore=var --ignore=tests --ignore=bench --ignore=docker \
 	--ignore=static/vendor --ignore=docs --ignore=build
 messages: $(BIN)/.installed
 	$(BIN)/python manage.py tool_catalog
-	$(BIN)/python manage.py makemessages --all --no-obsolete --no-location $(MESSAGES_IGNORE)
-	$(BIN)/python manage.py makemessages --all --no-obsolete --no-location -d djangojs $(MESSAGES_IGNORE)
+	$(BIN)/python manage.py makemessages --all --no-location $(MESSAGES_IGNORE)
+	$(BIN)/python manage.py makemessages --all --no-location -d djangojs $(MESSAGES_IGNORE)
 	$(BIN)/python manage.py compilemessages --ignore=.venv --ignore=var

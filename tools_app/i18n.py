@@ -12,6 +12,7 @@ shown as their servers describe them.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -72,3 +73,18 @@ def schema_in(schema: dict[str, Any], language: str) -> dict[str, Any]:
     with translation.override(language):
         localized: dict[str, Any] = schema_localized(schema)
     return localized
+
+
+# The language a person chose (the platform's preferences, registered at ready()): emails to
+# them are written in it. None registered, or no choice: the site's default.
+_person_language: Callable[[Any], str] | None = None
+
+
+def person_language_set(find: Callable[[Any], str] | None) -> None:
+    global _person_language
+    _person_language = find
+
+
+def person_language(user: Any) -> str:
+    chosen = _person_language(user) if _person_language is not None else ""
+    return chosen or settings.LANGUAGE_CODE

@@ -22,11 +22,14 @@ from django.contrib.auth.tokens import default_token_generator
 from django.core.mail import send_mail
 from django.db import transaction
 from django.urls import reverse
+from django.utils import translation
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
+from django.utils.translation import gettext
 from django.utils.translation import gettext as _
 
 from chat_app.models import Agent
+from platform_app.preferences.services import preferences_get
 from tools_app.services.audit import AUDIT_CONVERSATIONS_PERMISSION, audit_people_change
 
 # The lookup lives below the apps (binding needs it); re-exported here for the People pages.
@@ -147,16 +150,24 @@ def password_link_url(*, user: Any, base_url: str) -> str:
 def _password_link_email(*, user: Any, url: str, invited: bool) -> bool:
     if not (email_enabled() and user.email):
         return False
-    if invited:
-        subject = "You are invited to Control Center"
-        lead = f"An admin created the account “{user.get_username()}” for you."
-    else:
-        subject = "Set a new Control Center password"
-        lead = f"An admin reset the password of your account “{user.get_username()}”."
-    body = (
-        f"{lead}\n\nChoose your password here (the link works once):\n{url}\n\n"
-        "If you did not expect this, ignore this message.\n"
-    )
+    # In the person's own language once they chose one; a new person's, in the admin's.
+    chosen = preferences_get(user=user)[1] if not invited else ""
+    with translation.override(chosen or translation.get_language() or settings.LANGUAGE_CODE):
+        name = {"username": user.get_username()}
+        if invited:
+            subject = gettext("You are invited to Control Center")
+            lead = gettext("An admin created the account “%(username)s” for you.") % name
+        else:
+            subject = gettext("Set a new Control Center password")
+            lead = gettext("An admin reset the password of your account “%(username)s”.") % name
+        body = (
+            lead
+            + "\n\n"
+            + gettext("Choose your password here (the link works once):")
+            + f"\n{url}\n\n"
+            + gettext("If you did not expect this, ignore this message.")
+            + "\n"
+        )
     send_mail(subject, body, None, [user.email])
     return True
 
