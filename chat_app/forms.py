@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from chat_app.models import Agent, Conversation, Provider
 
@@ -41,9 +42,9 @@ class ProviderForm(forms.ModelForm):
     api_key = forms.CharField(
         required=False,
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
-        help_text="Write-only. Leave blank to keep the stored key.",
+        help_text=_("Write-only. Leave blank to keep the stored key."),
     )
-    clear_api_key = forms.BooleanField(required=False, label="Remove the stored API key")
+    clear_api_key = forms.BooleanField(required=False, label=_("Remove the stored API key"))
 
     class Meta:
         model = Provider
@@ -66,7 +67,7 @@ class ProviderForm(forms.ModelForm):
     def clean_allowed_models(self) -> list[str]:
         value = self.cleaned_data.get("allowed_models") or []
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise forms.ValidationError('a JSON list of model names, e.g. ["gpt-4o-mini"]')
+            raise forms.ValidationError(_('a JSON list of model names, e.g. ["gpt-4o-mini"]'))
         return [v.strip() for v in value if v.strip()]
 
     def clean(self) -> dict[str, object]:

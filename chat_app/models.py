@@ -7,6 +7,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models.functions import Coalesce
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from infra.secrets import EncryptedTextField
 from tools_app.models import ConfigQuerySet
@@ -17,26 +18,28 @@ class Provider(models.Model):
     llama.cpp, LM Studio, OpenRouter, xAI); ``anthropic`` is the Messages API."""
 
     class Kind(models.TextChoices):
-        OPENAI = "openai", "OpenAI-compatible"
-        ANTHROPIC = "anthropic", "Anthropic"
+        OPENAI = "openai", _("OpenAI-compatible")
+        ANTHROPIC = "anthropic", _("Anthropic")
 
     class NativeTools(models.TextChoices):
-        AUTO = "auto", "auto (detect)"
-        TRUE = "true", "always native"
-        FALSE = "false", "text fallback"
+        AUTO = "auto", _("auto (detect)")
+        TRUE = "true", _("always native")
+        FALSE = "false", _("text fallback")
 
     name = models.CharField(max_length=100, unique=True)
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.OPENAI)
     base_url = models.CharField(
-        max_length=500, blank=True, help_text="e.g. http://localhost:11434/v1 for Ollama"
+        max_length=500, blank=True, help_text=_("e.g. http://localhost:11434/v1 for Ollama")
     )
-    api_key = EncryptedTextField(help_text="Encrypted at rest; write-only in forms.")
+    api_key = EncryptedTextField(help_text=_("Encrypted at rest; write-only in forms."))
     model = models.CharField(max_length=200)
     allowed_models = models.JSONField(
         default=list,
         blank=True,
-        help_text="Other model names of this endpoint that schedules and subagents may ask for "
-        '(a JSON list, e.g. ["gpt-4o-mini"]); empty: only the model above or an agent\'s own.',
+        help_text=_(
+            "Other model names of this endpoint that schedules and subagents may ask for "
+            '(a JSON list, e.g. ["gpt-4o-mini"]); empty: only the model above or an agent\'s own.'
+        ),
     )
     native_tools = models.CharField(
         max_length=8, choices=NativeTools.choices, default=NativeTools.AUTO
@@ -45,23 +48,31 @@ class Provider(models.Model):
     tools_supported = models.BooleanField(null=True, blank=True)
     timeout_seconds = models.PositiveIntegerField(
         default=120,
-        help_text="Seconds without any data from the LLM (no answer, or a stalled stream) before "
-        "an attempt is abandoned and retried.",
+        help_text=_(
+            "Seconds without any data from the LLM (no answer, or a stalled stream) before "
+            "an attempt is abandoned and retried."
+        ),
     )
     max_retries = models.PositiveSmallIntegerField(
         default=3,
-        help_text="Retries after a transient failure (429, 5xx, connection reset, broken or "
-        "stalled stream) before the turn fails; 0 = no retries.",
+        help_text=_(
+            "Retries after a transient failure (429, 5xx, connection reset, broken or "
+            "stalled stream) before the turn fails; 0 = no retries."
+        ),
     )
     retry_backoff_seconds = models.FloatField(
         default=1.0,
-        help_text="First wait before a retry; it doubles on every further retry (with jitter). "
-        "A Retry-After header from the server wins.",
+        help_text=_(
+            "First wait before a retry; it doubles on every further retry (with jitter). "
+            "A Retry-After header from the server wins."
+        ),
     )
     image_input = models.BooleanField(
         default=False,
-        help_text="The model accepts images; with the Browser setting 'send images to the "
-        "model', screenshots then reach it as images, not only as paths.",
+        help_text=_(
+            "The model accepts images; with the Browser setting 'send images to the "
+            "model', screenshots then reach it as images, not only as paths."
+        ),
     )
     is_default = models.BooleanField(default=False)
     # The provider that LLM_* variables seed and update at start (whatever its name now).
@@ -103,6 +114,10 @@ class Conversation(models.Model):
     # The model picked in the chat's model switcher (with ``provider``, its endpoint), used
     # from the next model round on; empty: the agent's (or its provider's) model.
     model = models.CharField(max_length=200, blank=True)
+    # The language of the person who last wrote in it (a language code of settings.LANGUAGES;
+    # "" before the first message): its notices are written in it, and its tool descriptions
+    # offered to the model too unless the agent profile fixes one (Agent.tool_language).
+    language = models.CharField(max_length=8, blank=True, default="")
     # Pinned conversations head the sidebar; archived ones leave it for the Archived view.
     pinned_at = models.DateTimeField(null=True, blank=True)
     archived_at = models.DateTimeField(null=True, blank=True)
@@ -127,32 +142,32 @@ class Turn(models.Model):
     """One user message and everything the agent did about it (model rounds, tool calls)."""
 
     class Kind(models.TextChoices):
-        CHAT = "chat", "chat"
-        SLASH = "slash", "slash command"
+        CHAT = "chat", _("chat")
+        SLASH = "slash", _("slash command")
 
     class Status(models.TextChoices):
-        RUNNING = "running", "running"
-        SUCCEEDED = "succeeded", "succeeded"
-        FAILED = "failed", "failed"
-        CANCELLED = "cancelled", "cancelled"
-        LIMITED = "limited", "stopped at the round limit"
+        RUNNING = "running", _("running")
+        SUCCEEDED = "succeeded", _("succeeded")
+        FAILED = "failed", _("failed")
+        CANCELLED = "cancelled", _("cancelled")
+        LIMITED = "limited", _("stopped at the round limit")
 
     class Source(models.TextChoices):
         """What started the turn (a slash command is a ``kind``, whoever sent it)."""
 
-        CHAT = "chat", "chat page"
-        SCHEDULE = "schedule", "schedule"
-        SUBAGENT = "subagent", "subagent"
-        API = "api", "API"
+        CHAT = "chat", _("chat page")
+        SCHEDULE = "schedule", _("schedule")
+        SUBAGENT = "subagent", _("subagent")
+        API = "api", _("API")
 
     class Phase(models.TextChoices):
-        MODEL = "model", "waiting for the model"
-        STREAMING = "streaming", "model is answering"
-        TOOLS = "tools", "tools are running"
+        MODEL = "model", _("waiting for the model")
+        STREAMING = "streaming", _("model is answering")
+        TOOLS = "tools", _("tools are running")
         # A clarification call waits for the person's next message
         # (chat_app.agent_kinds.clarification).
-        CLARIFY = "clarify", "waiting for clarification"
-        DONE = "done", "done"
+        CLARIFY = "clarify", _("waiting for clarification")
+        DONE = "done", _("done")
 
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="turns")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
@@ -234,21 +249,21 @@ def turn_head_id(conversation_id: int) -> int | None:
 
 class Message(models.Model):
     class Role(models.TextChoices):
-        USER = "user", "user"
-        ASSISTANT = "assistant", "assistant"
-        NOTICE = "notice", "notice"  # shown to people, never sent to the model
+        USER = "user", _("user")
+        ASSISTANT = "assistant", _("assistant")
+        NOTICE = "notice", _("notice")  # shown to people, never sent to the model
 
     class Origin(models.TextChoices):
-        PERSON = "", "person"
-        SCHEDULE = "schedule", "schedule"
-        SUBAGENT = "subagent", "subagent result"
-        TASK = "task", "task from the parent conversation"
+        PERSON = "", _("person")
+        SCHEDULE = "schedule", _("schedule")
+        SUBAGENT = "subagent", _("subagent result")
+        TASK = "task", _("task from the parent conversation")
 
     class State(models.TextChoices):
-        STREAMING = "streaming", "streaming"
-        COMPLETE = "complete", "complete"
-        CANCELLED = "cancelled", "cancelled"
-        ERROR = "error", "error"
+        STREAMING = "streaming", _("streaming")
+        COMPLETE = "complete", _("complete")
+        CANCELLED = "cancelled", _("cancelled")
+        ERROR = "error", _("error")
 
     conversation = models.ForeignKey(
         Conversation, on_delete=models.CASCADE, related_name="messages"
@@ -289,12 +304,14 @@ def default_tool_budgets() -> dict[str, int]:
 
 def validate_tool_budgets(value: Any) -> None:
     if not isinstance(value, dict):
-        raise ValidationError('expected tool name → calls per turn, e.g. {"web_search": 8}')
+        raise ValidationError(_('expected tool name → calls per turn, e.g. {"web_search": 8}'))
     for tool, limit in value.items():
         if not tool.strip():
-            raise ValidationError("a tool name is empty")
+            raise ValidationError(_("a tool name is empty"))
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-            raise ValidationError(f"{tool}: the limit must be a whole number, 0 or more")
+            raise ValidationError(
+                _("%(tool)s: the limit must be a whole number, 0 or more") % {"tool": tool}
+            )
 
 
 class Agent(models.Model):
@@ -302,44 +319,63 @@ class Agent(models.Model):
     Conversations pick one; "General" is the default."""
 
     class Kind(models.TextChoices):
-        TOOL_CALLING = "tool_calling", "tool calling"
-        SCHEMA_GUIDED = "sgr", "schema-guided reasoning (reasoning forced first each round)"
-        REASONING_AS_TOOL = "sgr_tool_calling", "schema-guided reasoning as a tool"
+        TOOL_CALLING = "tool_calling", _("tool calling")
+        SCHEMA_GUIDED = "sgr", _("schema-guided reasoning (reasoning forced first each round)")
+        REASONING_AS_TOOL = "sgr_tool_calling", _("schema-guided reasoning as a tool")
 
     name = models.CharField(max_length=100, unique=True)
     description = models.CharField(max_length=300, blank=True)
-    system_prompt = models.TextField(blank=True, help_text="Empty: the built-in prompt.")
+    system_prompt = models.TextField(blank=True, help_text=_("Empty: the built-in prompt."))
     provider = models.ForeignKey(Provider, null=True, blank=True, on_delete=models.SET_NULL)
-    model = models.CharField(max_length=200, blank=True, help_text="Overrides the provider's.")
-    all_tools = models.BooleanField(default=True, help_text="May use every enabled tool.")
+    model = models.CharField(max_length=200, blank=True, help_text=_("Overrides the provider's."))
+    all_tools = models.BooleanField(default=True, help_text=_("May use every enabled tool."))
     tools = models.JSONField(
-        default=list, blank=True, help_text="Tool names this agent may use (when not all tools)."
+        default=list, blank=True, help_text=_("Tool names this agent may use (when not all tools).")
     )
     max_rounds = models.PositiveIntegerField(
-        default=0, help_text="Model rounds per turn; 0 = AGENT_MAX_ROUNDS (default 10)."
+        default=0, help_text=_("Model rounds per turn; 0 = AGENT_MAX_ROUNDS (default 10).")
     )
-    max_calls_per_turn = models.PositiveIntegerField(default=10, help_text="0 = unlimited")
-    max_calls_per_conversation = models.PositiveIntegerField(default=200, help_text="0 = unlimited")
+    max_calls_per_turn = models.PositiveIntegerField(default=10, help_text=_("0 = unlimited"))
+    max_calls_per_conversation = models.PositiveIntegerField(
+        default=200, help_text=_("0 = unlimited")
+    )
     kind = models.CharField(
         max_length=20,
         choices=Kind.choices,
         default=Kind.TOOL_CALLING,
-        help_text="tool calling: today's loop (the Agent tools only when listed in its tools). "
-        "sgr: the model must call 'reasoning' before every action. sgr_tool_calling: "
-        "'reasoning' and the other Agent tools are offered among the rest.",
+        help_text=_(
+            "tool calling: today's loop (the Agent tools only when listed in its tools). "
+            "sgr: the model must call 'reasoning' before every action. sgr_tool_calling: "
+            "'reasoning' and the other Agent tools are offered among the rest."
+        ),
     )
     max_iterations = models.PositiveIntegerField(
         default=0,
-        help_text="Rounds that act, per turn; after them only final_answer and create_report "
-        "are offered. 0 = unlimited. Keep max rounds above it (twice it for sgr).",
+        help_text=_(
+            "Rounds that act, per turn; after them only final_answer and create_report "
+            "are offered. 0 = unlimited. Keep max rounds above it (twice it for sgr)."
+        ),
     )
     tool_budgets = models.JSONField(
         default=default_tool_budgets,
         blank=True,
         validators=[validate_tool_budgets],
-        help_text='Calls per turn of a tool, by name, e.g. {"web_search": 8, "clarification": 2}; '
-        "a tool not listed (or 0) has no limit. At the limit the tool is no longer offered. "
-        "Not counted for a tool-calling profile with every tool.",
+        help_text=_(
+            'Calls per turn of a tool, by name, e.g. {"web_search": 8, "clarification": 2}; '
+            "a tool not listed (or 0) has no limit. At the limit the tool is no longer offered. "
+            "Not counted for a tool-calling profile with every tool."
+        ),
+    )
+    # The language of the tool descriptions offered to the model: "" the conversation's (the
+    # person's), or a fixed language code. Names of tools and arguments never change.
+    tool_language = models.CharField(
+        max_length=8,
+        blank=True,
+        default="",
+        help_text=_(
+            "Empty: the conversation's language (the person's). A language code fixes the "
+            "descriptions the model reads whoever writes."
+        ),
     )
     is_default = models.BooleanField(default=False)
     # Who may pick this profile (members of these groups; "Everyone" for every user). Staff
@@ -364,8 +400,11 @@ class Agent(models.Model):
         if self.max_iterations and rounds <= needed:
             raise ValidationError(
                 {
-                    "max_rounds": f"must be above {needed} so the agent can still finish "
-                    f"after {self.max_iterations} iterations"
+                    "max_rounds": _(
+                        "must be above %(needed)s so the agent can still finish after "
+                        "%(max_iterations)s iterations"
+                    )
+                    % {"needed": needed, "max_iterations": self.max_iterations}
                 }
             )
 
@@ -399,7 +438,7 @@ class ConversationShare(models.Model):
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="shares")
     token = models.CharField(max_length=64, unique=True)
     include_tools = models.BooleanField(
-        default=True, help_text="Show the tool calls (arguments, results, outputs)."
+        default=True, help_text=_("Show the tool calls (arguments, results, outputs).")
     )
     created_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
@@ -421,9 +460,9 @@ class ModelPrice(models.Model):
         blank=True,
         on_delete=models.CASCADE,
         related_name="prices",
-        help_text="Empty: this model at any provider (a provider's own price wins).",
+        help_text=_("Empty: this model at any provider (a provider's own price wins)."),
     )
-    model = models.CharField(max_length=200, help_text="The model's name, exactly as asked for.")
+    model = models.CharField(max_length=200, help_text=_("The model's name, exactly as asked for."))
     input_per_million = models.DecimalField(max_digits=12, decimal_places=4, default=0)
     output_per_million = models.DecimalField(max_digits=12, decimal_places=4, default=0)
     cached_per_million = models.DecimalField(
@@ -431,7 +470,7 @@ class ModelPrice(models.Model):
         decimal_places=4,
         null=True,
         blank=True,
-        help_text="Prompt tokens read from the provider's cache; empty: the input price.",
+        help_text=_("Prompt tokens read from the provider's cache; empty: the input price."),
     )
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -459,9 +498,9 @@ class UsageRecord(models.Model):
     the provider it names (their names are copied)."""
 
     class Outcome(models.TextChoices):
-        OK = "ok", "answered"
-        CANCELLED = "cancelled", "stopped"
-        ERROR = "error", "failed"
+        OK = "ok", _("answered")
+        CANCELLED = "cancelled", _("stopped")
+        ERROR = "error", _("failed")
 
     created_at = models.DateTimeField(default=timezone.now)
     # No database constraints on these keys: a record is history that outlives what it names

@@ -12,6 +12,7 @@ from typing import Any
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from chat_app.models import Conversation
@@ -82,7 +83,7 @@ def file_upload(request: HttpRequest, conversation_id: int) -> HttpResponse:
         if request.content_type == "multipart/form-data":
             upload = request.FILES.get("file")
             if upload is None:
-                raise uploads.UploadError("no file in the form (field 'file')")
+                raise uploads.UploadError(_("no file in the form (field 'file')"))
             stored = uploads.upload_store(
                 conversation=conversation,
                 name=upload.name or "",

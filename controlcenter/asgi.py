@@ -19,6 +19,7 @@ from infra.body_limit import BodyLimit  # noqa: E402
 from platform_app.api.v1.app import OpenAIRouter  # noqa: E402
 from platform_app.approvals.routing import websocket_urlpatterns as approvals_ws  # noqa: E402
 from platform_app.mcp_gateway import McpRouter  # noqa: E402
+from platform_app.preferences.websocket import LanguageMiddleware  # noqa: E402
 from tools_app.manager.routing import websocket_urlpatterns as tools_ws  # noqa: E402
 
 application = ProtocolTypeRouter(
@@ -27,7 +28,7 @@ application = ProtocolTypeRouter(
         # /v1: the OpenAI-compatible endpoint (platform_app.api.v1).
         "http": BodyLimit(McpRouter(OpenAIRouter(django_asgi_app))),
         "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter([*chat_ws, *tools_ws, *approvals_ws]))
+            AuthMiddlewareStack(LanguageMiddleware(URLRouter([*chat_ws, *tools_ws, *approvals_ws])))
         ),
     }
 )

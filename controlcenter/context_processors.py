@@ -16,8 +16,18 @@ def app(request: HttpRequest) -> dict[str, object]:
         "cc_password_login": settings.OIDC_LOCAL_LOGIN,
         # "system", "light" or "dark": base.html sets it on <html> so the first paint is right.
         # Lazy (a template calls it): fragments that never show it cost no query.
-        "cc_theme": partial(preferences_theme, user=getattr(request, "user", AnonymousUser())),
+        "cc_theme": _theme(request),
+        # The language the person chose in the account menu ("" follows the browser).
+        "cc_language_choice": getattr(request, "cc_preferences", ("", ""))[1],
     }
+
+
+def _theme(request: HttpRequest) -> object:
+    # UserLanguageMiddleware read the preferences already (signed-in pages); otherwise lazy.
+    known = getattr(request, "cc_preferences", None)
+    if known is not None:
+        return known[0]
+    return partial(preferences_theme, user=getattr(request, "user", AnonymousUser()))
 
 
 def approvals(request: HttpRequest) -> dict[str, object]:

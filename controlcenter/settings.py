@@ -85,9 +85,13 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # The page's language: the browser's (Accept-Language) or the language cookie; a signed-in
+    # person's own choice wins (UserLanguageMiddleware, after authentication).
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "platform_app.preferences.middleware.UserLanguageMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -107,11 +111,12 @@ TEMPLATES = [
         "OPTIONS": {
             "context_processors": [
                 "django.template.context_processors.request",
+                "django.template.context_processors.i18n",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "controlcenter.context_processors.app",
             ],
-            "builtins": ["template_partials.templatetags.partials"],
+            "builtins": ["template_partials.templatetags.partials", "django.templatetags.i18n"],
         },
     },
 ]
@@ -292,9 +297,20 @@ AUTHENTICATION_BACKENDS = [
     *(["django.contrib.auth.backends.ModelBackend"] if OIDC_LOCAL_LOGIN else []),
     "platform_app.sso.backend.OIDCBackend",
 ]
-LANGUAGE_CODE = "en-us"
+# English is the default (what a browser that asks for no language offered here gets, and
+# the test suite); Russian is complete. docs/TRANSLATING.md says how to add a language.
+LANGUAGES = [("en", "English"), ("ru", "Русский")]
+LANGUAGE_CODE = envstr("LANGUAGE_CODE", "en")
+if LANGUAGE_CODE not in {code for code, _name in LANGUAGES}:
+    raise ImproperlyConfigured(
+        f"LANGUAGE_CODE={LANGUAGE_CODE!r}: one of {', '.join(c for c, _n in LANGUAGES)}"
+    )
+LOCALE_PATHS = [BASE_DIR / "locale"]
+LANGUAGE_COOKIE_NAME = "cc_language"
+LANGUAGE_COOKIE_AGE = 365 * 24 * 3600
+LANGUAGE_COOKIE_SAMESITE = "Lax"
 TIME_ZONE = envstr("TIME_ZONE", "UTC")
-USE_I18N = False
+USE_I18N = True
 USE_TZ = True
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]

@@ -5,6 +5,7 @@ from chat_app.health import healthz
 from infra.metrics import metrics_view
 from platform_app.api.rest.api import api as rest_api
 from platform_app.api.rest.api import unknown_path as rest_unknown_path
+from platform_app.preferences.views import js_catalog
 from platform_app.sso.views import admin_login
 from tools_app.manager.views import tool_schemas
 
@@ -20,6 +21,7 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("people/", include("platform_app.people.urls")),
     path("preferences/", include("platform_app.preferences.urls")),
+    path("jsi18n/<str:language>.js", js_catalog, name="js-catalog"),
     path("usage/", include("platform_app.usage.urls")),
     path("tools/", include("tools_app.manager.urls")),
     path("agents/", include("chat_app.admin_pages.urls")),

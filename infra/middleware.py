@@ -19,6 +19,8 @@ PUBLIC_PREFIXES = (
     "/accounts/set-password/",
     "/static/",
     "/admin/login/",
+    "/preferences/language/",  # the login page's language switcher (signed out: a cookie)
+    "/jsi18n/",  # the pages' script strings, the login page's too
 )
 
 

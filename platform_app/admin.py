@@ -10,6 +10,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.http import HttpRequest
+from django.utils.translation import gettext_lazy as _
 
 from platform_app.models import CoreMemoryEntry, MemoryChunk, Schedule, SSOIdentity, Subagent
 from tools_app.errors import ToolError
@@ -41,7 +42,9 @@ class MemoryChunkAdmin(admin.ModelAdmin):
             memory_chunk_embed(obj, settings=selectors.group_settings("memory"))
         except ToolError as exc:
             messages.warning(
-                request, f"Saved; the text is searchable by full text but not embedded: {exc}"
+                request,
+                _("Saved; the text is searchable by full text but not embedded: %(error)s")
+                % {"error": exc},
             )
 
 

@@ -24,6 +24,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from tools_app.models import ApiToken
 
@@ -68,11 +69,16 @@ def scopes_check(user: Any, scopes: Iterable[str]) -> list[str]:
     wanted = set(scopes)
     unknown = sorted(wanted - set(SCOPES))
     if unknown:
-        raise TokenError(f"unknown scope {unknown[0]!r}; the scopes are {', '.join(SCOPES)}")
+        raise TokenError(
+            _("unknown scope %(unknown)s; the scopes are %(join)s")
+            % {"unknown": f"{unknown[0]!r}", "join": ", ".join(SCOPES)}
+        )
     allowed = set(scopes_for(user))
     beyond = [scope for scope in SCOPES if scope in wanted and scope not in allowed]
     if beyond:
-        raise TokenError(f"only admins may hold the {beyond[0]!r} scope")
+        raise TokenError(
+            _("only admins may hold the %(beyond)s scope") % {"beyond": f"{beyond[0]!r}"}
+        )
     return [scope for scope in SCOPES if scope in wanted]
 
 
@@ -83,7 +89,10 @@ def rate_limit_check(user: Any, limit: int | None) -> int | None:
     staff = bool(getattr(user, "is_staff", False))
     most = ADMIN_RATE_LIMIT_MAX if staff else MEMBER_RATE_LIMIT_MAX
     if not 1 <= limit <= most:
-        raise TokenError(f"the rate limit must be between 1 and {most:,} requests a minute")
+        raise TokenError(
+            _("the rate limit must be between 1 and %(most)s requests a minute")
+            % {"most": f"{most:,}"}
+        )
     return limit
 
 
@@ -101,10 +110,10 @@ def api_token_create(
     API_TOKENS_PER_USER active ones. ``scopes`` None: every scope the person may hold."""
     name = name.strip() or "API client"
     if not getattr(user, "is_active", False):
-        raise TokenError(f"user {user} is not active")
+        raise TokenError(_("user %(user)s is not active") % {"user": user})
     chosen = scopes_for(user) if scopes is None else scopes_check(user, scopes)
     if not chosen:
-        raise TokenError("choose at least one scope")
+        raise TokenError(_("choose at least one scope"))
     limit = rate_limit_check(user, rate_limit_per_minute)
     raw = PREFIX + secrets.token_urlsafe(32)
     with transaction.atomic():
@@ -113,7 +122,8 @@ def api_token_create(
         active = ApiToken.objects.filter(user=user, revoked_at__isnull=True).count()
         if active >= settings.API_TOKENS_PER_USER:
             raise TokenError(
-                f"{active} active tokens already, the most a user may hold; revoke one first"
+                _("%(active)s active tokens already, the most a user may hold; revoke one first")
+                % {"active": active}
             )
         token = ApiToken.objects.create(
             user=user,
@@ -142,10 +152,10 @@ def api_token_update(
     Tokens page is personal)."""
     token = ApiToken.objects.filter(pk=token_id, user=user, revoked_at__isnull=True).first()
     if token is None:
-        raise TokenError(f"no active token with id {token_id}")
+        raise TokenError(_("no active token with id %(token_id)s") % {"token_id": token_id})
     chosen = scopes_check(user, scopes)
     if not chosen:
-        raise TokenError("choose at least one scope (or revoke the token)")
+        raise TokenError(_("choose at least one scope (or revoke the token)"))
     token.scopes = chosen
     token.rate_limit_per_minute = rate_limit_check(user, rate_limit_per_minute)
     token.trace = trace
@@ -174,7 +184,7 @@ def api_token_revoke(*, token_id: int, user: Any = None) -> ApiToken:
         qs = qs.filter(user=user)
     token = qs.first()
     if token is None:
-        raise TokenError(f"no token with id {token_id}")
+        raise TokenError(_("no token with id %(token_id)s") % {"token_id": token_id})
     if token.revoked_at is None:
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at"])

@@ -29,6 +29,11 @@ class PlatformConfig(AppConfig):
         from platform_app.webhooks.receivers import connect as webhooks_connect
 
         webhooks_connect()
+        # Emails from below (approvals) are written in each person's own language.
+        from platform_app.preferences.services import preferences_get
+        from tools_app.i18n import person_language_set
+
+        person_language_set(lambda user: preferences_get(user=user)[1])
         prompt_blocks_register("platform", _prompt_blocks)
         # Quotas: checked before every model round and at every binding, whatever the way in.
         from chat_app.services.usage import round_gate_set

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from infra.secrets import EncryptedTextField
 
@@ -48,8 +49,8 @@ class CoreMemoryEntry(models.Model):
     """Core memory: a few key/value facts always in the system prompt."""
 
     class Section(models.TextChoices):
-        USER = "user", "about the user"
-        AGENT = "agent", "about the agent"
+        USER = "user", _("about the user")
+        AGENT = "agent", _("about the agent")
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="core_memory"
@@ -82,18 +83,18 @@ class Schedule(models.Model):
     )
     name = models.CharField(max_length=100)
     cron = models.CharField(
-        max_length=120, help_text="Five fields (minute hour day month weekday) or @daily etc."
+        max_length=120, help_text=_("Five fields (minute hour day month weekday) or @daily etc.")
     )
-    timezone = models.CharField(max_length=64, default="UTC", help_text="For the cron fields.")
-    message = models.TextField(help_text="What the agent is asked each time the schedule fires.")
-    model = models.CharField(max_length=200, blank=True, help_text="Empty: the agent's model.")
+    timezone = models.CharField(max_length=64, default="UTC", help_text=_("For the cron fields."))
+    message = models.TextField(help_text=_("What the agent is asked each time the schedule fires."))
+    model = models.CharField(max_length=200, blank=True, help_text=_("Empty: the agent's model."))
     inject_into = models.ForeignKey(
         "chat_app.Conversation",
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
-        help_text="The conversation the answer goes to; empty: a new conversation each time.",
+        help_text=_("The conversation the answer goes to; empty: a new conversation each time."),
     )
     agent = models.ForeignKey(
         "chat_app.Agent",
@@ -101,7 +102,7 @@ class Schedule(models.Model):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
-        help_text="For new conversations: the agent of the conversation it was made in.",
+        help_text=_("For new conversations: the agent of the conversation it was made in."),
     )
     # The tool list of the call that added the schedule (see ToolCall.scope): its turns carry
     # it. None: added by its owner (a slash command, the admin) and limited like their chat.
@@ -134,11 +135,11 @@ class Subagent(models.Model):
     its answer is posted into the parent conversation (or ``inject_into``)."""
 
     class Status(models.TextChoices):
-        RUNNING = "running", "running"
-        SUCCEEDED = "succeeded", "succeeded"
-        FAILED = "failed", "failed"
-        CANCELLED = "cancelled", "cancelled"
-        LIMITED = "limited", "stopped at the round limit"
+        RUNNING = "running", _("running")
+        SUCCEEDED = "succeeded", _("succeeded")
+        FAILED = "failed", _("failed")
+        CANCELLED = "cancelled", _("cancelled")
+        LIMITED = "limited", _("stopped at the round limit")
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="subagents"
@@ -227,9 +228,9 @@ class UserPreferences(models.Model):
     """What a person chose about how the pages look; one row, made on their first choice."""
 
     class Theme(models.TextChoices):
-        SYSTEM = "system", "Follow the system"
-        LIGHT = "light", "Light"
-        DARK = "dark", "Dark"
+        SYSTEM = "system", _("Follow the system")
+        LIGHT = "light", _("Light")
+        DARK = "dark", _("Dark")
 
     user = models.OneToOneField(
         settings.AUTH_USER_MODEL,
@@ -238,6 +239,8 @@ class UserPreferences(models.Model):
         related_name="preferences",
     )
     theme = models.CharField(max_length=10, choices=Theme.choices, default=Theme.SYSTEM)
+    # One of settings.LANGUAGES; "" follows the browser (Accept-Language, the language cookie).
+    language = models.CharField(max_length=8, blank=True, default="")
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -253,13 +256,13 @@ class Quota(models.Model):
     every model round and when every tool call is bound (platform_app.usage.quotas)."""
 
     class Metric(models.TextChoices):
-        TOKENS = "tokens", "tokens"
-        COST = "cost", "cost ($)"
-        TOOL_CALLS = "tool_calls", "tool calls"
+        TOKENS = "tokens", _("tokens")
+        COST = "cost", _("cost ($)")
+        TOOL_CALLS = "tool_calls", _("tool calls")
 
     class Period(models.TextChoices):
-        DAY = "day", "per day"
-        MONTH = "month", "per month"
+        DAY = "day", _("per day")
+        MONTH = "month", _("per month")
 
     group = models.ForeignKey(
         "auth.Group", null=True, blank=True, on_delete=models.CASCADE, related_name="quotas"
@@ -305,11 +308,11 @@ class WebhookEndpoint(models.Model):
     private or loopback host (an internal receiver) — never a cloud metadata address."""
 
     class Event(models.TextChoices):
-        TURN_FINISHED = "turn.finished", "a turn finished"
-        APPROVAL_REQUESTED = "approval.requested", "a call waits for approval"
-        APPROVAL_DECIDED = "approval.decided", "an approval was decided (or expired)"
-        TOOLCALL_FAILED = "toolcall.failed", "a tool call failed"
-        SCHEDULE_FIRED = "schedule.fired", "a schedule fired"
+        TURN_FINISHED = "turn.finished", _("a turn finished")
+        APPROVAL_REQUESTED = "approval.requested", _("a call waits for approval")
+        APPROVAL_DECIDED = "approval.decided", _("an approval was decided (or expired)")
+        TOOLCALL_FAILED = "toolcall.failed", _("a tool call failed")
+        SCHEDULE_FIRED = "schedule.fired", _("a schedule fired")
 
     name = models.CharField(max_length=100)
     url = models.URLField(max_length=500)
@@ -317,7 +320,7 @@ class WebhookEndpoint(models.Model):
     events = models.JSONField(default=list, blank=True)
     enabled = models.BooleanField(default=True)
     allow_private = models.BooleanField(
-        default=False, help_text="Allow a private or loopback address (never cloud metadata)."
+        default=False, help_text=_("Allow a private or loopback address (never cloud metadata).")
     )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -336,9 +339,9 @@ class WebhookDelivery(models.Model):
     """One event sent (or to be sent) to one endpoint, with the state of its attempts."""
 
     class Status(models.TextChoices):
-        PENDING = "pending", "pending"
-        DELIVERED = "delivered", "delivered"
-        FAILED = "failed", "failed"
+        PENDING = "pending", _("pending")
+        DELIVERED = "delivered", _("delivered")
+        FAILED = "failed", _("failed")
 
     endpoint = models.ForeignKey(
         WebhookEndpoint, on_delete=models.CASCADE, related_name="deliveries"

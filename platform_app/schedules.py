@@ -22,11 +22,13 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cronsim import CronSim, CronSimError
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F, QuerySet
-from django.utils import timezone
+from django.utils import timezone, translation
+from django.utils.translation import gettext
 
-from platform_app.models import Schedule
+from platform_app.models import Schedule, UserPreferences
 from tools_app.errors import PolicyDenied, ToolError
 
 logger = logging.getLogger(__name__)
@@ -323,28 +325,47 @@ def schedule_fire(schedule: Schedule) -> None:
             pk=schedule.inject_into_id, owner_id=schedule.user_id
         ).first()
     if conversation is None:
+        # A new conversation speaks its owner's language (their choice in the account menu).
+        language = (
+            UserPreferences.objects.filter(user_id=schedule.user_id)
+            .values_list("language", flat=True)
+            .first()
+            or ""
+        )
         stamp = timezone.now().strftime("%Y-%m-%d %H:%M")
+        with translation.override(language or settings.LANGUAGE_CODE):
+            title = gettext("Schedule %(name)s · %(stamp)s UTC") % {
+                "name": schedule.name,
+                "stamp": stamp,
+            }
         conversation = Conversation.objects.create(
             owner_id=schedule.user_id,
-            title=f"Schedule {schedule.name} · {stamp} UTC"[:200],
+            title=title[:200],
             agent_id=schedule.agent_id,
+            language=language,
         )
     try:
-        turn = turn_start(
-            conversation=conversation,
-            user_id=schedule.user_id,
-            text=schedule.message,
-            model=schedule.model,
-            origin=Message.Origin.SCHEDULE,
-            source=Turn.Source.SCHEDULE,
-            scope=schedule.tool_scope,
-        )
+        with translation.override(conversation.language or settings.LANGUAGE_CODE):
+            turn = turn_start(
+                conversation=conversation,
+                user_id=schedule.user_id,
+                text=schedule.message,
+                model=schedule.model,
+                origin=Message.Origin.SCHEDULE,
+                source=Turn.Source.SCHEDULE,
+                scope=schedule.tool_scope,
+            )
     except TurnError as exc:
         reason = f"skipped: {exc}"
         Schedule.objects.filter(pk=schedule.pk).update(
             last_status="skipped", last_error=reason, last_turn=None
         )
-        _notice(conversation.pk, f"Schedule “{schedule.name}” was due but was {reason}.")
+        with translation.override(conversation.language or settings.LANGUAGE_CODE):
+            words = gettext("Schedule “%(name)s” was due but was skipped: %(error)s.") % {
+                "name": schedule.name,
+                "error": exc,
+            }
+        _notice(conversation.pk, words)
         _schedules_changed(conversation.pk)
         schedule_fired(
             schedule=schedule, conversation_id=conversation.pk, turn_id=None, error=reason

@@ -12,6 +12,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
 from chat_app.models import Agent, Conversation
@@ -37,7 +38,7 @@ def _rate_limit(request: HttpRequest) -> int | None:
     if not raw:
         return None
     if not raw.isascii() or not raw.isdigit() or len(raw) > 9:
-        raise TokenError("the rate limit must be a whole number of requests a minute")
+        raise TokenError(_("the rate limit must be a whole number of requests a minute"))
     return int(raw)
 
 
@@ -72,9 +73,9 @@ def tokens(request: HttpRequest) -> HttpResponse:
         try:
             if agent_id and agent is None:
                 # Deleted since the page was shown: not silently the default agent's tools.
-                raise TokenError("that agent profile no longer exists")
+                raise TokenError(_("that agent profile no longer exists"))
             if agent is not None and not agent_granted(request.user, agent):
-                raise TokenError("that agent profile is not granted to you — ask an admin")
+                raise TokenError(_("that agent profile is not granted to you — ask an admin"))
             # A form without scope boxes (an older page, a script): every scope held.
             posted = request.POST.getlist("scopes") if "scopes_shown" in request.POST else None
             token, created = api_token_create(
@@ -90,7 +91,9 @@ def tokens(request: HttpRequest) -> HttpResponse:
             status = 400
         else:
             messages.success(
-                request, f"Token “{token.name}” created. Copy it now: it is not shown again."
+                request,
+                _("Token “%(name)s” created. Copy it now: it is not shown again.")
+                % {"name": token.name},
             )
     response = render(
         request, "platform/tokens.html", _tokens_context(request, created), status=status
@@ -114,7 +117,7 @@ def token_edit(request: HttpRequest, token_id: int) -> HttpResponse:
     except TokenError as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, f"Token “{token.name}” saved.")
+        messages.success(request, _("Token “%(name)s” saved.") % {"name": token.name})
     return redirect("platform:tokens")
 
 
@@ -124,9 +127,9 @@ def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
     try:
         token = api_token_revoke(token_id=token_id, user=request.user)
     except TokenError:
-        messages.error(request, "No such token.")
+        messages.error(request, _("No such token."))
     else:
-        messages.success(request, f"Token “{token.name}” revoked.")
+        messages.success(request, _("Token “%(name)s” revoked.") % {"name": token.name})
     return redirect("platform:tokens")
 
 
@@ -139,7 +142,11 @@ def token_decide(request: HttpRequest, call_id: int) -> HttpResponse:
     except ApprovalError as exc:
         messages.error(request, exc.message)
     else:
-        messages.success(request, f"Call #{call_id} {'approved' if approve else 'denied'}.")
+        messages.success(
+            request,
+            _("Call #%(call_id)s %(value)s.")
+            % {"call_id": call_id, "value": "approved" if approve else "denied"},
+        )
     return redirect("platform:tokens")
 
 
@@ -167,11 +174,11 @@ def schedule_list(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def schedule_delete(request: HttpRequest, schedule_id: int) -> HttpResponse:
-    deleted, _ = Schedule.objects.filter(pk=schedule_id, user_id=_me(request)).delete()
+    deleted, _count = Schedule.objects.filter(pk=schedule_id, user_id=_me(request)).delete()
     if not deleted:  # someone else's, or gone: the same answer
         raise Http404("schedule not found")
     if request.POST.get("from") == "page":
-        messages.success(request, "Schedule deleted.")
+        messages.success(request, _("Schedule deleted."))
         return redirect("platform:schedules")
     if getattr(request, "htmx", False):
         return schedule_list(request)
@@ -209,7 +216,7 @@ def my_memory_chunk(request: HttpRequest, chunk_id: int) -> HttpResponse:
 def my_memory_delete(request: HttpRequest, chunk_id: int) -> HttpResponse:
     if not self_service.my_memory_delete(user_id=_me(request), chunk_id=chunk_id):
         raise Http404("memory entry not found")
-    messages.success(request, "Memory entry deleted.")
+    messages.success(request, _("Memory entry deleted."))
     return redirect("platform:memory")
 
 
@@ -218,7 +225,7 @@ def my_memory_delete(request: HttpRequest, chunk_id: int) -> HttpResponse:
 def my_core_delete(request: HttpRequest, entry_id: int) -> HttpResponse:
     if not self_service.my_core_delete(user_id=_me(request), entry_id=entry_id):
         raise Http404("core memory entry not found")
-    messages.success(request, "Core memory entry deleted.")
+    messages.success(request, _("Core memory entry deleted."))
     return redirect("platform:memory")
 
 
@@ -242,7 +249,7 @@ def my_schedules(request: HttpRequest) -> HttpResponse:
         except self_service.ScheduleInvalid as exc:
             error = str(exc)
         else:
-            messages.success(request, f"Schedule “{schedule.name}” created.")
+            messages.success(request, _("Schedule “%(name)s” created.") % {"name": schedule.name})
             return redirect("platform:schedules")
     context = {
         "rows": _schedule_rows(_me(request)),
@@ -275,7 +282,7 @@ def my_schedule_edit(request: HttpRequest, schedule_id: int) -> HttpResponse:
         except self_service.ScheduleInvalid as exc:
             error = str(exc)
         else:
-            messages.success(request, f"Schedule “{schedule.name}” saved.")
+            messages.success(request, _("Schedule “%(name)s” saved.") % {"name": schedule.name})
             return redirect("platform:schedules")
     context = {
         "schedule": schedule,
@@ -294,7 +301,11 @@ def my_schedule_pause(request: HttpRequest, schedule_id: int) -> HttpResponse:
         raise Http404("schedule not found")
     paused = request.POST.get("paused") == "1"
     self_service.my_schedule_pause(schedule=schedule, paused=paused)
-    messages.success(request, f"Schedule “{schedule.name}” {'paused' if paused else 'resumed'}.")
+    messages.success(
+        request,
+        _("Schedule “%(name)s” %(value)s.")
+        % {"name": schedule.name, "value": "paused" if paused else "resumed"},
+    )
     return redirect("platform:schedules")
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from concurrent.futures import Future
 
+from django.conf import settings
 from django.template.loader import render_to_string
+from django.utils import translation
 
 from infra.events import conversation_group, publish, toolcall_group
 from tools_app.models import ToolCall
@@ -22,7 +24,10 @@ def toolcall_groups(call: ToolCall) -> list[str]:
 
 
 def render_toolcall_card(call: ToolCall) -> str:
-    return render_to_string("tools/_toolcall_card.html", {"call": call})
+    # In the language of the page or conversation the call came from, whichever process
+    # renders it (a worker, the runner, someone approving it).
+    with translation.override(call.language or settings.LANGUAGE_CODE):
+        return render_to_string("tools/_toolcall_card.html", {"call": call})
 
 
 def toolcall_event(call: ToolCall) -> dict[str, object]:

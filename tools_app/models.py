@@ -5,6 +5,8 @@ from typing import Any
 
 from django.conf import settings as django_settings
 from django.db import models
+from django.utils import translation
+from django.utils.translation import gettext_lazy as _
 
 from infra.secrets import EncryptedTextField
 
@@ -102,9 +104,9 @@ class ToolFunctionConfig(models.Model):
     enabled = models.BooleanField(default=True)
 
     class ApprovalMode(models.TextChoices):
-        NONE = "none", "no approval"
-        REQUESTER = "requester", "confirmed by the requester"
-        APPROVER = "approver", "decided by an approver group"
+        NONE = "none", _("no approval")
+        REQUESTER = "requester", _("confirmed by the requester")
+        APPROVER = "approver", _("decided by an approver group")
 
     # Who must decide a call before it runs; in approver mode, a member of ``approver_groups``
     # and never the person who asked.
@@ -115,7 +117,8 @@ class ToolFunctionConfig(models.Model):
         "auth.Group", blank=True, related_name="approves_functions"
     )
     reasoning_for_call = models.BooleanField(
-        default=False, help_text="Ask the model to say why it calls this tool (_reasoningForCall)."
+        default=False,
+        help_text=_("Ask the model to say why it calls this tool (_reasoningForCall)."),
     )
     # Per-function limits; empty: the group's setting applies.
     timeout_seconds = models.PositiveIntegerField(null=True, blank=True)
@@ -139,9 +142,9 @@ class ToolGrant(models.Model):
     admins only."""
 
     class Kind(models.TextChoices):
-        GROUP = "group", "tool group"
-        FUNCTION = "function", "function"
-        SOURCE = "source", "imported source"
+        GROUP = "group", _("tool group")
+        FUNCTION = "function", _("function")
+        SOURCE = "source", _("imported source")
 
     group = models.ForeignKey("auth.Group", on_delete=models.CASCADE, related_name="tool_grants")
     kind = models.CharField(max_length=10, choices=Kind.choices)
@@ -161,25 +164,31 @@ class ToolGrant(models.Model):
         return f"{self.group} → {self.kind} {self.name}"
 
 
+def active_language() -> str:
+    """The language in force where a call is made (its card is shown in it later, whichever
+    process renders it)."""
+    return translation.get_language() or ""
+
+
 class ToolCall(models.Model):
     """One call of one tool: its arguments, its life, its result. The card and the trace."""
 
     class Status(models.TextChoices):
-        QUEUED = "queued", "queued"
-        AWAITING_APPROVAL = "awaiting_approval", "awaiting approval"
-        AWAITING_INPUT = "awaiting_input", "waiting for your answer"  # clarification
-        RUNNING = "running", "running"
-        SUCCEEDED = "succeeded", "succeeded"
-        FAILED = "failed", "failed"
-        DENIED = "denied", "denied"
-        CANCELLED = "cancelled", "cancelled"
+        QUEUED = "queued", _("queued")
+        AWAITING_APPROVAL = "awaiting_approval", _("awaiting approval")
+        AWAITING_INPUT = "awaiting_input", _("waiting for your answer")  # clarification
+        RUNNING = "running", _("running")
+        SUCCEEDED = "succeeded", _("succeeded")
+        FAILED = "failed", _("failed")
+        DENIED = "denied", _("denied")
+        CANCELLED = "cancelled", _("cancelled")
 
     class Source(models.TextChoices):
-        CHAT = "chat", "chat"
-        SLASH = "slash", "slash command"
-        TEST = "test", "Test button"
-        API = "api", "API"
-        MCP = "mcp", "MCP client"
+        CHAT = "chat", _("chat")
+        SLASH = "slash", _("slash command")
+        TEST = "test", _("Test button")
+        API = "api", _("API")
+        MCP = "mcp", _("MCP client")
 
     TERMINAL = (Status.SUCCEEDED, Status.FAILED, Status.DENIED, Status.CANCELLED)
 
@@ -208,6 +217,9 @@ class ToolCall(models.Model):
         related_name="+",
     )
     source = models.CharField(max_length=8, choices=Source.choices, default=Source.CHAT)
+    # The language of the page or conversation the call came from: its card's words (never
+    # its arguments, result or audit record, which stay as the tool made them).
+    language = models.CharField(max_length=8, blank=True, default=active_language)
     call_id = models.CharField(max_length=128, blank=True)
     index = models.PositiveIntegerField(default=0)
     tool = models.CharField(max_length=64)
@@ -269,7 +281,7 @@ class ToolCall(models.Model):
 
     @property
     def status_word(self) -> str:
-        return self.Status(self.status).label
+        return str(self.Status(self.status).label)  # in the active language
 
     @property
     def approvers_label(self) -> str:
@@ -314,12 +326,12 @@ class AuditRecord(models.Model):
     It outlives the conversation it came from (ids and titles are copied, not cascaded)."""
 
     class Kind(models.TextChoices):
-        CALL = "call", "tool call"
-        APPROVAL = "approval", "approval decision"
-        SETTINGS = "settings", "settings change"
-        PEOPLE = "people", "people change"
-        READ = "read", "conversation read"
-        QUOTA = "quota", "quota refusal"
+        CALL = "call", _("tool call")
+        APPROVAL = "approval", _("approval decision")
+        SETTINGS = "settings", _("settings change")
+        PEOPLE = "people", _("people change")
+        READ = "read", _("conversation read")
+        QUOTA = "quota", _("quota refusal")
 
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.CALL)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
@@ -421,14 +433,14 @@ class ToolSource(models.Model):
     """
 
     class Kind(models.TextChoices):
-        MCP = "mcp", "MCP server"
-        OPENAPI = "openapi", "OpenAPI"
+        MCP = "mcp", _("MCP server")
+        OPENAPI = "openapi", _("OpenAPI")
 
     class State(models.TextChoices):
-        UNKNOWN = "unknown", "not connected yet"
-        REFRESHING = "refreshing", "refreshing"
-        UP = "up", "up"
-        DOWN = "down", "down"
+        UNKNOWN = "unknown", _("not connected yet")
+        REFRESHING = "refreshing", _("refreshing")
+        UP = "up", _("up")
+        DOWN = "down", _("down")
 
     kind = models.CharField(max_length=10, choices=Kind.choices)
     name = models.SlugField(max_length=40, unique=True)
@@ -487,7 +499,7 @@ class ApiToken(models.Model):
     # token is refused rather than falling back to the default agent's wider tool list.
     scoped = models.BooleanField(default=False)
     tools = models.JSONField(
-        default=list, blank=True, help_text="Only these tools (empty: the agent's tools)."
+        default=list, blank=True, help_text=_("Only these tools (empty: the agent's tools).")
     )
     # What the token may do (platform_app.api_tokens.SCOPES), e.g. ["chat", "read", "mcp"].
     scopes = models.JSONField(default=list, blank=True)

@@ -7,6 +7,9 @@ import re
 from typing import Any
 
 from django import forms
+from django.conf import settings
+from django.utils.translation import get_language_info
+from django.utils.translation import gettext_lazy as _
 
 from chat_app.models import Agent, Provider
 
@@ -20,18 +23,20 @@ def _names(text: str) -> list[str]:
 class ProviderPageForm(forms.ModelForm):
     api_key = forms.CharField(
         required=False,
-        label="API key",
+        label=_("API key"),
         strip=True,
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
-        help_text="Write-only and encrypted at rest. Leave blank to keep the stored key.",
+        help_text=_("Write-only and encrypted at rest. Leave blank to keep the stored key."),
     )
-    clear_api_key = forms.BooleanField(required=False, label="Remove the stored API key")
+    clear_api_key = forms.BooleanField(required=False, label=_("Remove the stored API key"))
     allowed_models = forms.CharField(
         required=False,
-        label="Other allowed models",
+        label=_("Other allowed models"),
         widget=forms.Textarea(attrs={"rows": 3, "class": "mono"}),
-        help_text="Model names of this endpoint that people, schedules and subagents may "
-        "switch to, one per line (or separated by commas).",
+        help_text=_(
+            "Model names of this endpoint that people, schedules and subagents may "
+            "switch to, one per line (or separated by commas)."
+        ),
     )
 
     class Meta:
@@ -50,18 +55,20 @@ class ProviderPageForm(forms.ModelForm):
             "is_default",
         ]
         labels = {
-            "base_url": "Base URL",
-            "model": "Default model",
-            "native_tools": "Tool calls",
-            "image_input": "Image input",
-            "timeout_seconds": "Timeout (seconds)",
-            "retry_backoff_seconds": "First retry wait (seconds)",
-            "is_default": "Default provider",
+            "base_url": _("Base URL"),
+            "model": _("Default model"),
+            "native_tools": _("Tool calls"),
+            "image_input": _("Image input"),
+            "timeout_seconds": _("Timeout (seconds)"),
+            "retry_backoff_seconds": _("First retry wait (seconds)"),
+            "is_default": _("Default provider"),
         }
         help_texts = {
-            "base_url": "Empty: the vendor's own API. OpenAI-compatible servers end in /v1, "
-            "e.g. http://localhost:11434/v1 for Ollama.",
-            "is_default": "Used by conversations and agent profiles that name no provider.",
+            "base_url": _(
+                "Empty: the vendor's own API. OpenAI-compatible servers end in /v1, "
+                "e.g. http://localhost:11434/v1 for Ollama."
+            ),
+            "is_default": _("Used by conversations and agent profiles that name no provider."),
         }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -77,7 +84,7 @@ class ProviderPageForm(forms.ModelForm):
     def clean_base_url(self) -> str:
         url = (self.cleaned_data.get("base_url") or "").strip()
         if url and not re.match(r"^https?://[^\s/]+", url):
-            raise forms.ValidationError("a URL starting with http:// or https://")
+            raise forms.ValidationError(_("a URL starting with http:// or https://"))
         return url.rstrip("/")
 
     def clean_allowed_models(self) -> list[str]:
@@ -106,11 +113,29 @@ class AgentPageForm(forms.ModelForm):
     provider = ProviderChoiceField(
         queryset=Provider.objects.order_by("name"),
         required=False,
-        empty_label="— the default provider —",
-        help_text="Empty: the default provider.",
+        empty_label=_("— the default provider —"),
+        help_text=_("Empty: the default provider."),
     )
     # GRANTS: a "groups" field (which groups may use this profile) goes here, beside the
     # fields below, when Agent.groups exists (issue 22, per-group grants).
+    tool_language = forms.ChoiceField(
+        label=_("Tool descriptions for the model"),
+        required=False,
+        help_text=_(
+            "The language the model reads the tools' descriptions in. Names of tools and "
+            "arguments never change."
+        ),
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Each language by its own name; the list follows settings.LANGUAGES.
+        field = self.fields["tool_language"]
+        assert isinstance(field, forms.ChoiceField)
+        field.choices = [
+            ("", _("The conversation's language (the person's)")),
+            *((code, get_language_info(code)["name_local"]) for code, _n in settings.LANGUAGES),
+        ]
 
     class Meta:
         model = Agent
@@ -121,6 +146,7 @@ class AgentPageForm(forms.ModelForm):
             "provider",
             "model",
             "kind",
+            "tool_language",
             "all_tools",
             "max_rounds",
             "max_iterations",
@@ -129,16 +155,16 @@ class AgentPageForm(forms.ModelForm):
             "is_default",
         ]
         labels = {
-            "all_tools": "Every enabled tool",
-            "max_rounds": "Model rounds per turn",
-            "max_iterations": "Acting rounds per turn",
-            "max_calls_per_turn": "Tool calls per turn",
-            "max_calls_per_conversation": "Tool calls per conversation",
-            "is_default": "Default profile",
+            "all_tools": _("Every enabled tool"),
+            "max_rounds": _("Model rounds per turn"),
+            "max_iterations": _("Acting rounds per turn"),
+            "max_calls_per_turn": _("Tool calls per turn"),
+            "max_calls_per_conversation": _("Tool calls per conversation"),
+            "is_default": _("Default profile"),
         }
         help_texts = {
-            "model": "Empty: the provider's default model.",
-            "is_default": "New conversations start with this profile.",
+            "model": _("Empty: the provider's default model."),
+            "is_default": _("New conversations start with this profile."),
         }
         widgets = {
             "system_prompt": forms.Textarea(attrs={"rows": 6}),

@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from django.db import transaction
+from django.utils.translation import gettext as _
 
 from chat_app.admin_pages.forms import AgentPageForm, ProviderPageForm
 from chat_app.models import Agent, Provider
@@ -84,7 +85,8 @@ def budgets_parse(text: str) -> dict[str, int]:
         match = _BUDGET_LINE.match(line)
         if match is None:
             raise AdminPageError(
-                f"line {number}: write a tool name and a number, e.g. web_search: 8"
+                _("line %(number)s: write a tool name and a number, e.g. web_search: 8")
+                % {"number": number}
             )
         budgets[match[1]] = int(match[2])
     return budgets
@@ -105,15 +107,18 @@ def tools_chosen(
     known = registered_tools()
     unknown_groups = sorted(set(groups) - set(known_groups))
     if unknown_groups:
-        raise AdminPageError(f"unknown tool group: {', '.join(unknown_groups)}")
+        raise AdminPageError(
+            _("unknown tool group: %(join)s") % {"join": ", ".join(unknown_groups)}
+        )
     names = list(dict.fromkeys([*tools, *(n for g in groups for n in known_groups[g])]))
     unknown = sorted(n for n in names if n not in known)
     if unknown:
         raise AdminPageError(
-            f"unknown tool: {', '.join(unknown)} — untick it or add the tool first"
+            _("unknown tool: %(join)s — untick it or add the tool first")
+            % {"join": ", ".join(unknown)}
         )
     if not names:
-        raise AdminPageError("choose at least one tool, or every enabled tool")
+        raise AdminPageError(_("choose at least one tool, or every enabled tool"))
     return sorted(names)
 
 
@@ -130,7 +135,9 @@ def agent_save(
     known = registered_tools()
     unknown = sorted(n for n in budgets if n not in known)
     if unknown:
-        raise AdminPageError(f"budget for an unknown tool: {', '.join(unknown)}")
+        raise AdminPageError(
+            _("budget for an unknown tool: %(join)s") % {"join": ", ".join(unknown)}
+        )
     agent = form.save(commit=False)
     agent.tools = tools
     agent.tool_budgets = budgets
@@ -146,7 +153,7 @@ def agent_save(
 @transaction.atomic
 def agent_delete(*, actor: Any, agent: Agent) -> None:
     if Agent.objects.count() <= 1:
-        raise AdminPageError("the last agent profile cannot be deleted")
+        raise AdminPageError(_("the last agent profile cannot be deleted"))
     before = _agent_state(agent)
     was_default = agent.is_default
     agent.delete()  # conversations that used it fall back to the default profile

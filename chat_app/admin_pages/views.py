@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
 from chat_app.admin_pages import selectors, services
@@ -65,7 +66,7 @@ def _provider_post(request: HttpRequest, provider: Provider | None) -> HttpRespo
     except AdminPageError as exc:
         messages.error(request, str(exc))
         return _provider_page(request, form, provider, status=400)
-    messages.success(request, f"Saved provider {saved.name}.")
+    messages.success(request, _("Saved provider %(name)s.") % {"name": saved.name})
     return redirect("agents:provider", provider_id=saved.pk)
 
 
@@ -103,7 +104,7 @@ def provider_delete(request: HttpRequest, provider_id: int) -> HttpResponse:
     provider = get_object_or_404(Provider, pk=provider_id)
     name = provider.name
     services.provider_delete(actor=request.user, provider=provider)
-    messages.success(request, f"Deleted provider {name}.")
+    messages.success(request, _("Deleted provider %(name)s.") % {"name": name})
     return redirect("agents:providers")
 
 
@@ -154,7 +155,7 @@ def _agent_post(request: HttpRequest, agent: Agent | None) -> HttpResponse:
         except AdminPageError as exc:
             error = str(exc)
         else:
-            messages.success(request, f"Saved agent profile {saved.name}.")
+            messages.success(request, _("Saved agent profile %(name)s.") % {"name": saved.name})
             return redirect("agents:agent", agent_id=saved.pk)
     if error:
         messages.error(request, error)
@@ -196,5 +197,5 @@ def agent_delete(request: HttpRequest, agent_id: int) -> HttpResponse:
     except AdminPageError as exc:
         messages.error(request, str(exc))
         return redirect("agents:agent", agent_id=agent.pk)
-    messages.success(request, f"Deleted agent profile {name}.")
+    messages.success(request, _("Deleted agent profile %(name)s.") % {"name": name})
     return redirect("agents:agents")

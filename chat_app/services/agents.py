@@ -6,8 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
+from django.conf import settings
 from django.db import transaction
 from django.db.models import QuerySet
+from django.utils.translation import gettext as _
 
 from chat_app.agent_profiles import RESEARCHER
 from chat_app.models import Agent, Conversation, Provider, default_tool_budgets
@@ -27,6 +29,7 @@ _FIELDS = (
     "kind",
     "max_iterations",
     "tool_budgets",
+    "tool_language",
     "is_default",
 )
 # Keys of YAML written before per-tool budgets were one field: still read, into tool_budgets.
@@ -103,7 +106,8 @@ def _budgets_from_legacy(item: dict[str, Any], legacy: dict[str, Any]) -> dict[s
     on top of the agent's budgets (the default ones for a new agent)."""
     if "tool_budgets" in item:
         raise AgentImportError(
-            f"agent {item['name']!r}: give tool_budgets or {sorted(legacy)}, not both"
+            _("agent %(name)s: give tool_budgets or %(sorted)s, not both")
+            % {"name": f"{item['name']!r}", "sorted": sorted(legacy)}
         )
     existing = Agent.objects.filter(name=item["name"]).values_list("tool_budgets", flat=True)
     budgets = dict(next(iter(existing), None) or default_tool_budgets())
@@ -119,35 +123,47 @@ def agents_import(text: str) -> list[Agent]:
     try:
         data = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:
-        raise AgentImportError(f"not valid YAML: {exc}") from exc
+        raise AgentImportError(_("not valid YAML: %(error)s") % {"error": exc}) from exc
     items = data.get("agents") if isinstance(data, dict) else None
     if not isinstance(items, list):
-        raise AgentImportError("expected a top-level 'agents:' list")
+        raise AgentImportError(_("expected a top-level 'agents:' list"))
     saved = []
     with transaction.atomic():
         for i, item in enumerate(items):
             if not isinstance(item, dict) or not item.get("name"):
-                raise AgentImportError(f"agent #{i + 1} has no name")
+                raise AgentImportError(_("agent #%(value)s has no name") % {"value": i + 1})
             unknown = set(item) - set(_FIELDS) - set(_LEGACY_BUDGETS) - {"name", "provider"}
             if unknown:
-                raise AgentImportError(f"agent {item['name']!r}: unknown keys {sorted(unknown)}")
+                raise AgentImportError(
+                    _("agent %(name)s: unknown keys %(sorted)s")
+                    % {"name": f"{item['name']!r}", "sorted": sorted(unknown)}
+                )
             values = {f: item[f] for f in _FIELDS if f in item}
             legacy = {key: item[key] for key in _LEGACY_BUDGETS if key in item}
             if legacy:
                 values["tool_budgets"] = _budgets_from_legacy(item, legacy)
+            languages = {"", *(code for code, _name in settings.LANGUAGES)}
+            if values.get("tool_language", "") not in languages:
+                raise AgentImportError(
+                    _("agent %(name)s: tool_language must be one of %(codes)s")
+                    % {"name": f"{item['name']!r}", "codes": ", ".join(sorted(languages - {""}))}
+                )
             if "tools" in values and not isinstance(values["tools"], list):
-                raise AgentImportError(f"agent {item['name']!r}: tools must be a list")
+                raise AgentImportError(
+                    _("agent %(name)s: tools must be a list") % {"name": f"{item['name']!r}"}
+                )
             provider_name = item.get("provider")
             if provider_name:
                 provider = Provider.objects.filter(name=provider_name).first()
                 if provider is None:
                     raise AgentImportError(
-                        f"agent {item['name']!r}: no provider named {provider_name!r}"
+                        _("agent %(name)s: no provider named %(provider_name)s")
+                        % {"name": f"{item['name']!r}", "provider_name": f"{provider_name!r}"}
                     )
                 values["provider"] = provider
             elif "provider" in item:
                 values["provider"] = None
-            agent, _ = Agent.objects.update_or_create(name=item["name"], defaults=values)
+            agent, _created = Agent.objects.update_or_create(name=item["name"], defaults=values)
             agent.full_clean()
             saved.append(agent)
         if any(a.is_default for a in saved):

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from chat_app import selectors
 from chat_app.models import Conversation, Message, Turn
@@ -27,10 +28,10 @@ def conversation_snapshot_publish(conversation: Conversation) -> None:
 def _turn_of(user: Any, conversation_id: int, turn_id: Any) -> Turn:
     conversation = _owned_conversation(user, conversation_id)
     if not isinstance(turn_id, int) or isinstance(turn_id, bool):
-        raise TurnError("'turn_id' must be a number")
+        raise TurnError(_("'turn_id' must be a number"))
     turn = Turn.objects.filter(pk=turn_id, conversation=conversation).first()
     if turn is None:  # another conversation's turn, or none: the same answer
-        raise TurnError("that message is not in this conversation")
+        raise TurnError(_("that message is not in this conversation"))
     turn.conversation = conversation
     return turn
 
@@ -38,13 +39,13 @@ def _turn_of(user: Any, conversation_id: int, turn_id: Any) -> Turn:
 def _idle(turn: Turn) -> None:
     # A turn waiting for clarification would take the text as its answer: not a branch.
     if turn.conversation.turns.filter(status=Turn.Status.RUNNING).exists():
-        raise TurnError("the agent is still working on the previous message; press Stop first")
+        raise TurnError(_("the agent is still working on the previous message; press Stop first"))
 
 
 def _first_message(turn: Turn) -> Message:
     message = turn.messages.filter(role=Message.Role.USER).order_by("created_at", "id").first()
     if message is None:
-        raise TurnError("that turn has no message of yours to send again")
+        raise TurnError(_("that turn has no message of yours to send again"))
     return message
 
 
@@ -71,7 +72,7 @@ def turn_edit(*, user: Any, conversation_id: int, turn_id: Any, text: Any) -> Tu
     """Send an edited version of a message: a sibling turn from the new text, the person's
     own (whatever wrote the first version)."""
     if not isinstance(text, str):
-        raise TurnError("'text' must be a string")
+        raise TurnError(_("'text' must be a string"))
     turn = _turn_of(user, conversation_id, turn_id)
     _idle(turn)
     _first_message(turn)

@@ -7,6 +7,8 @@ from datetime import date, datetime
 from typing import Any
 
 from django.utils import timezone
+from django.utils.formats import date_format
+from django.utils.translation import gettext
 
 from chat_app.models import Conversation
 
@@ -33,21 +35,22 @@ class Group:
 def _group_label(day: date, today: date) -> str:
     age = (today - day).days
     if age <= 0:
-        return "Today"
+        return gettext("Today")
     if age == 1:
-        return "Yesterday"
+        return gettext("Yesterday")
     if age <= 7:
-        return "Previous 7 days"
+        return gettext("Previous 7 days")
     if age <= 30:
-        return "Previous 30 days"
-    return day.strftime("%B %Y") if day.year != today.year else day.strftime("%B")
+        return gettext("Previous 30 days")
+    # The month's name in the page's language ("F": its standalone form).
+    return date_format(day, "F Y") if day.year != today.year else date_format(day, "F")
 
 
 def sidebar_groups(conversations: Any, *, now: datetime | None = None) -> list[Group]:
     """``conversations`` (most recent first) as the sidebar shows them: Pinned, Today,
     Yesterday, Previous 7 days, Previous 30 days, then one group per month."""
     today = timezone.localdate(now or timezone.now())
-    pinned = Group("Pinned")
+    pinned = Group(gettext("Pinned"))
     groups: dict[str, Group] = {}
     for conversation in conversations:
         if conversation.pinned_at is not None:

@@ -25,9 +25,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F
-from django.utils import timezone
+from django.utils import timezone, translation
+from django.utils.translation import gettext, gettext_noop
 
 from chat_app.agent_kinds import AgentKind, RoundOffer, kind_for
 from chat_app.events import message_publish
@@ -55,11 +57,12 @@ from chat_app.services.providers import (
     provider_remember_no_tools,
 )
 from chat_app.services.retry import RetryNotice, RetryPolicy, call_with_retries
-from chat_app.services.turns import turn_advance, turn_finish
+from chat_app.services.turns import conversation_language, turn_advance, turn_finish
 from chat_app.services.usage import round_gate, round_record
 from infra import tracing
 from tools_app import selectors
 from tools_app.events import toolcall_publish
+from tools_app.i18n import schema_in, text_in
 from tools_app.models import ToolCall
 from tools_app.registry import BaseTool
 from tools_app.runtime import BindContext, scope_narrow
@@ -83,14 +86,14 @@ DEFAULT_SYSTEM_PROMPT = (
     "Be concise."
 )
 
-NO_PROVIDER = (
+NO_PROVIDER = gettext_noop(
     "No LLM provider is configured, so I cannot answer. An admin can add one under "
     "**Admin → Providers** (`/admin/chat_app/provider/add/`) or start the app with "
     "`LLM_PROVIDER`, `LLM_BASE_URL`, `LLM_API_KEY` and `LLM_MODEL` set. "
     "Slash commands work without one: type `/help`."
 )
 
-RUNNER_SHUTDOWN = (
+RUNNER_SHUTDOWN = gettext_noop(
     "The agent runner was shut down while it was writing this reply, so the turn ended. "
     "Send your message again to continue."
 )
@@ -135,24 +138,29 @@ class RoundPlan:
     first_token_at: float | None = None
     stream_ended: float = 0.0
     trace_attributes: dict[str, Any] = field(default_factory=dict)
+    # The conversation's language (its notices) and the language of the tool descriptions the
+    # model reads (the conversation's, unless the agent profile fixes one).
+    language: str = ""
+    tool_language: str = ""
 
 
 # A tool's schema depends only on its class: generating it (pydantic's JSON Schema plus the
 # strict-mode rewrite) took half the CPU of a round when it was redone for every request.
 # Keyed weakly by class, so a tool group rebuilt at run time gets fresh entries.
-_SPECS: weakref.WeakKeyDictionary[type[BaseTool], dict[tuple[bool, bool], ToolSpec]] = (
+_SPECS: weakref.WeakKeyDictionary[type[BaseTool], dict[tuple[bool, bool, str], ToolSpec]] = (
     weakref.WeakKeyDictionary()
 )
 
 
-def tool_specs(tools: list[type[BaseTool]], *, strict: bool) -> list[ToolSpec]:
+def tool_specs(tools: list[type[BaseTool]], *, strict: bool, language: str = "") -> list[ToolSpec]:
+    """``language``: of the descriptions (tools_app.i18n; names never change)."""
     with_reasoning = selectors.tools_with_reasoning()
-    return [_tool_spec(tool, strict, tool.tool_name in with_reasoning) for tool in tools]
+    return [_tool_spec(tool, strict, tool.tool_name in with_reasoning, language) for tool in tools]
 
 
-def _tool_spec(tool: type[BaseTool], strict: bool, reasoning: bool) -> ToolSpec:
+def _tool_spec(tool: type[BaseTool], strict: bool, reasoning: bool, language: str) -> ToolSpec:
     cached = _SPECS.setdefault(tool, {})
-    spec = cached.get((strict, reasoning))
+    spec = cached.get((strict, reasoning, language))
     if spec is None:
         schema = tool.openai_schema(strict=strict)["function"]
         parameters = schema["parameters"]
@@ -160,12 +168,15 @@ def _tool_spec(tool: type[BaseTool], strict: bool, reasoning: bool) -> ToolSpec:
             parameters = with_reasoning_field(parameters)
         spec = ToolSpec(
             name=tool.tool_name,
-            description=schema["description"],
-            parameters=parameters,
+            description=text_in(schema["description"], language),
+            parameters=schema_in(parameters, language),
             strict=schema.get("strict", False),
         )
-        cached[(strict, reasoning)] = spec
+        cached[(strict, reasoning, language)] = spec
     return spec
+
+
+REASONING_DESCRIPTION = gettext_noop("One sentence: why you call this tool now. Shown to the user.")
 
 
 def with_reasoning_field(parameters: dict[str, Any]) -> dict[str, Any]:
@@ -174,7 +185,7 @@ def with_reasoning_field(parameters: dict[str, Any]) -> dict[str, Any]:
     out["properties"] = {
         REASONING_FIELD: {
             "type": "string",
-            "description": "One sentence: why you call this tool now. Shown to the user.",
+            "description": REASONING_DESCRIPTION,
         },
         **parameters.get("properties", {}),
     }
@@ -189,7 +200,9 @@ def round_prepare(
     turn_id: int, *, runner: str, clients: ClientCache | None = None
 ) -> RoundPlan | None:
     """Claim the turn and build the request; None when there is nothing to stream."""
-    with selectors.config_pinned():
+    # The conversation's language is switched on once the turn is read (_round_prepare);
+    # leaving this block switches it off again.
+    with selectors.config_pinned(), translation.override(settings.LANGUAGE_CODE):
         return _round_prepare(turn_id, runner=runner, clients=clients)
 
 
@@ -200,6 +213,8 @@ def _round_prepare(turn_id: int, *, runner: str, clients: ClientCache | None) ->
     if not claimed:  # finished, stopped, or already taken by another runner
         return None
     turn = Turn.objects.select_related("conversation", "user").get(pk=turn_id)
+    language = conversation_language(turn.conversation)
+    translation.activate(language)  # its notices are written in it
     if turn.cancel_requested:
         turn_finish(turn, status=Turn.Status.CANCELLED)
         return None
@@ -208,10 +223,11 @@ def _round_prepare(turn_id: int, *, runner: str, clients: ClientCache | None) ->
             turn,
             status=Turn.Status.LIMITED,
             error=f"round limit of {turn.max_rounds} reached",
-            notice=(
-                f"Stopped after {turn.max_rounds} rounds of tool calls (the round limit). "
+            notice=gettext(
+                "Stopped after %(rounds)s rounds of tool calls (the round limit). "
                 "Send a message to let the agent continue."
-            ),
+            )
+            % {"rounds": turn.max_rounds},
         )
         return None
     refusal = round_gate(turn)  # quotas (the platform's): the same for every way in
@@ -227,7 +243,9 @@ def _round_prepare(turn_id: int, *, runner: str, clients: ClientCache | None) ->
     if picked is not None:
         provider, model = picked
     if provider is None:
-        turn_finish(turn, status=Turn.Status.FAILED, error="no LLM provider", notice=NO_PROVIDER)
+        turn_finish(
+            turn, status=Turn.Status.FAILED, error="no LLM provider", notice=gettext(NO_PROVIDER)
+        )
         return None
     native = provider.uses_native_tools()
     scope = scope_narrow(turn.tool_scope, agent.allowed_tools())
@@ -271,6 +289,8 @@ def _round_prepare(turn_id: int, *, runner: str, clients: ClientCache | None) ->
         username=turn.user.get_username() if turn.user else "",
         trace=turn.trace_context,
         call_source=call_source_of(turn),
+        language=language,
+        tool_language=agent.tool_language or language,
     )
     _build_request(plan, turn)
     return plan
@@ -293,9 +313,14 @@ def _build_request(plan: RoundPlan, turn: Turn) -> None:
     if plan.offer.note:
         system = f"{system}\n\n{plan.offer.note}"
     if not plan.native and plan.tools:
-        system = f"{system}\n\n{fallback_prompt_block(tool_specs(plan.tools, strict=False))}"
+        specs = tool_specs(plan.tools, strict=False, language=plan.tool_language)
+        system = f"{system}\n\n{fallback_prompt_block(specs)}"
     plan.system = system
-    plan.specs = tool_specs(plan.tools, strict=True) if plan.native and plan.tools else None
+    plan.specs = (
+        tool_specs(plan.tools, strict=True, language=plan.tool_language)
+        if plan.native and plan.tools
+        else None
+    )
     images = plan.provider.image_input and selectors.images_to_model_enabled()
     plan.history = build_history(
         turn.conversation,
@@ -320,11 +345,12 @@ def round_use_fallback(plan: RoundPlan) -> None:
 
 def round_announce_retry(plan: RoundPlan, notice: RetryNotice) -> None:
     """Start the reply over, and say why on the message while we wait."""
-    Message.objects.filter(pk=plan.message_id).update(
-        content="", note=notice.text()[:500], version=F("version") + 1
-    )
-    plan.message = Message.objects.get(pk=plan.message_id)
-    message_publish(plan.message, calls=[])
+    with translation.override(plan.language or settings.LANGUAGE_CODE):
+        Message.objects.filter(pk=plan.message_id).update(
+            content="", note=notice.text()[:500], version=F("version") + 1
+        )
+        plan.message = Message.objects.get(pk=plan.message_id)
+        message_publish(plan.message, calls=[])
 
 
 # --- 2. stream (the event loop) ------------------------------------------------------------
@@ -431,7 +457,11 @@ async def _round_stream_and_complete(plan: RoundPlan, supervisor: RoundSuperviso
 
 
 def round_complete(plan: RoundPlan, text: str, outcome: ModelReply | BaseException) -> None:
-    with selectors.config_pinned(), tracing.activated(plan.round_trace):
+    with (
+        selectors.config_pinned(),
+        tracing.activated(plan.round_trace),
+        translation.override(plan.language or settings.LANGUAGE_CODE),
+    ):
         _round_complete(plan, text, outcome)
 
 
@@ -456,7 +486,7 @@ def _round_complete(plan: RoundPlan, text: str, outcome: ModelReply | BaseExcept
                 turn,
                 status=Turn.Status.FAILED,
                 error="agent runner shut down",
-                notice=RUNNER_SHUTDOWN,
+                notice=gettext(RUNNER_SHUTDOWN),
             )
         else:
             _close_message(plan, text, state=Message.State.CANCELLED, record=record)
@@ -472,7 +502,10 @@ def _round_complete(plan: RoundPlan, text: str, outcome: ModelReply | BaseExcept
         logger.error("turn %s: the model round crashed", plan.turn_id, exc_info=outcome)
         _close_message(plan, text, state=Message.State.ERROR, record=record)
         error = f"internal error while streaming the reply: {type(outcome).__name__}: {outcome}"
-        turn_finish(turn, status=Turn.Status.FAILED, error=error, notice=f"⚠ {error}")
+        notice = gettext("internal error while streaming the reply: %(error)s") % {
+            "error": f"{type(outcome).__name__}: {outcome}"
+        }
+        turn_finish(turn, status=Turn.Status.FAILED, error=error, notice=f"⚠ {notice}")
         return
     _close_message(plan, outcome.text, state=Message.State.COMPLETE, record=record, shown=True)
     requests = _tool_requests(outcome, native=plan.native, turn_id=plan.turn_id)
@@ -485,14 +518,18 @@ def _round_complete(plan: RoundPlan, text: str, outcome: ModelReply | BaseExcept
 def round_crashed(turn_id: int, exc: BaseException) -> None:
     """Something unexpected broke the round (a bug, the database): end the turn clearly
     rather than leave it to the reaper."""
-    turn = Turn.objects.filter(pk=turn_id).first()
+    turn = Turn.objects.select_related("conversation").filter(pk=turn_id).first()
     if turn is None:
         return
     Message.objects.filter(turn_id=turn_id, state=Message.State.STREAMING).update(
         state=Message.State.ERROR, version=F("version") + 1
     )
     error = f"internal error in the agent runner: {type(exc).__name__}: {exc}"
-    turn_finish(turn, status=Turn.Status.FAILED, error=error, notice=f"⚠ {error}")
+    with translation.override(conversation_language(turn.conversation)):
+        notice = gettext("internal error in the agent runner: %(error)s") % {
+            "error": f"{type(exc).__name__}: {exc}"
+        }
+        turn_finish(turn, status=Turn.Status.FAILED, error=error, notice=f"⚠ {notice}")
 
 
 def _tool_requests(reply: ModelReply, *, native: bool, turn_id: int) -> list[CallRequest]:

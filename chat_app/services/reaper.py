@@ -25,24 +25,30 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db.models import F
-from django.utils import timezone
+from django.utils import timezone, translation
+from django.utils.translation import gettext, gettext_noop
 
 from chat_app.events import message_publish
 from chat_app.models import Message, Turn
 from chat_app.services.runner_beats import runners_alive, runners_forget_dead
-from chat_app.services.turns import round_send, turn_advance, turn_finish
+from chat_app.services.turns import (
+    conversation_language,
+    round_send,
+    turn_advance,
+    turn_finish,
+)
 from tools_app.models import ToolCall
 
 logger = logging.getLogger(__name__)
 
 MAX_REQUEUES = 2
 
-RUNNER_LOST = (
-    "⚠ The agent runner writing this reply stopped responding (runner lost{who}), so the turn "
+RUNNER_LOST = gettext_noop(
+    "⚠ The agent runner writing this reply stopped responding (runner lost%(who)s), so the turn "
     "was ended. Nothing is running any more; send your message again to retry."
 )
-NO_RUNNER = (
-    "⚠ No agent runner took this message within {seconds} s, so the turn was ended. "
+NO_RUNNER = gettext_noop(
+    "⚠ No agent runner took this message within %(seconds)s s, so the turn was ended. "
     "Is the agent runner running (`manage.py agent_runner`, or `make run`)? "
     "Send your message again once it is."
 )
@@ -54,7 +60,7 @@ def turns_reap_lost() -> int:
     now = timezone.now()
     limit = now - timedelta(seconds=timeout)
     alive = {runner.name for runner in runners_alive()}
-    running = Turn.objects.filter(status=Turn.Status.RUNNING)
+    running = Turn.objects.filter(status=Turn.Status.RUNNING).select_related("conversation")
     acted = 0
     # heartbeat_at is when the runner claimed the turn: a turn claimed a moment ago by a
     # runner that has not reported itself yet is left alone.
@@ -64,13 +70,15 @@ def turns_reap_lost() -> int:
             acted += 1
     for turn in running.filter(phase=Turn.Phase.MODEL, heartbeat_at__lt=limit):
         if not alive and turn.requeued >= MAX_REQUEUES:
-            if turn_finish(
-                turn,
-                status=Turn.Status.FAILED,
-                error="no agent runner took the turn",
-                notice=NO_RUNNER.format(seconds=timeout * (MAX_REQUEUES + 1)),
-            ):
-                acted += 1
+            with translation.override(conversation_language(turn.conversation)):
+                notice = gettext(NO_RUNNER) % {"seconds": timeout * (MAX_REQUEUES + 1)}
+                if turn_finish(
+                    turn,
+                    status=Turn.Status.FAILED,
+                    error="no agent runner took the turn",
+                    notice=notice,
+                ):
+                    acted += 1
         # Queue it again: its message may have been lost (a Redis restart keeps nothing). A
         # busy runner that still holds the first copy just finds the turn claimed.
         elif Turn.objects.filter(
@@ -95,6 +103,11 @@ _UNFINISHED = [s for s in ToolCall.Status.values if s not in ToolCall.TERMINAL]
 
 
 def _end_streaming(turn: Turn) -> bool:
+    with translation.override(conversation_language(turn.conversation)):
+        return _end_streaming_in_language(turn)
+
+
+def _end_streaming_in_language(turn: Turn) -> bool:
     # The partial reply first (what was stored of it stays), then the turn: the page sees the
     # reply marked before Send comes back. A runner that was only slow, not dead, finds both
     # closed when it finishes and leaves them alone (see loop.round_complete).
@@ -107,7 +120,7 @@ def _end_streaming(turn: Turn) -> bool:
         turn,
         status=Turn.Status.FAILED,
         error="agent runner lost",
-        notice=RUNNER_LOST.format(who=f": {turn.runner}" if turn.runner else ""),
+        notice=gettext(RUNNER_LOST) % {"who": f": {turn.runner}" if turn.runner else ""},
     ):
         return False
     logger.warning("turn %s: its agent runner %s stopped responding", turn.pk, turn.runner)

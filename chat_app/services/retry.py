@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 import tenacity
+from django.utils.translation import gettext
 
 from chat_app.providers import ProviderError
 
@@ -47,10 +48,14 @@ class RetryNotice:
     error: ProviderError
 
     def text(self) -> str:
-        return (
-            f"retrying in {self.wait_seconds:.1f} s (attempt {self.attempt + 1} of "
-            f"{self.max_attempts}): {self.error.message}"
-        )
+        return gettext(
+            "retrying in %(wait)s s (attempt %(attempt)s of %(attempts)s): %(error)s"
+        ) % {
+            "wait": f"{self.wait_seconds:.1f}",
+            "attempt": self.attempt + 1,
+            "attempts": self.max_attempts,
+            "error": self.error.message,
+        }
 
 
 def backoff_seconds(policy: RetryPolicy, attempt: int, error: BaseException | None) -> float:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 
 from django.db import transaction
+from django.utils.translation import gettext as _
 
 from chat_app.events import message_publish, turn_publish
 from chat_app.models import Conversation, Message, Turn
 from chat_app.services.agents import agent_for_conversation
 from tools_app import selectors
+from tools_app.i18n import text_localized
 from tools_app.models import ToolCall
 from tools_app.registry import BaseTool
 from tools_app.runtime import BindContext
@@ -18,13 +20,14 @@ from tools_app.services.grants import grants_narrow
 
 
 def help_text(user_id: int | None = None) -> str:
-    lines = ["**Slash commands** call a tool directly, no LLM needed:", ""]
+    lines = [_("**Slash commands** call a tool directly, no LLM needed:"), ""]
     for tool in selectors.enabled_tools(grants_narrow(user_id, None)):
-        example = json.dumps(tool.example())
-        alias = f" (or `/{tool.tool_slash} …`)" if tool.tool_slash else ""
-        lines.append(f"- `/{tool.tool_name} {example}`{alias} — {tool.description()}")
+        example = json.dumps(tool.example(), ensure_ascii=False)
+        alias = (_(" (or `/%(alias)s …`)") % {"alias": tool.tool_slash}) if tool.tool_slash else ""
+        description = text_localized(tool.description())
+        lines.append(f"- `/{tool.tool_name} {example}`{alias} — {description}")
     if len(lines) == 2:
-        lines.append("- no tools are enabled")
+        lines.append(_("- no tools are enabled"))
     return "\n".join(lines)
 
 
@@ -59,7 +62,7 @@ def slash_run(
     """Run ``text`` (``/tool args``) as a turn of one call. ``scope``: the tool list of what
     started the turn (a subagent, a schedule); the call binds within it and within the agent's
     limits, as the model of that turn would. A person's own command has none."""
-    word, _, rest = text[1:].partition(" ")
+    word, _sep, rest = text[1:].partition(" ")
     word = word.strip()
     call = None
     with transaction.atomic():
@@ -71,7 +74,8 @@ def slash_run(
             notice = (
                 help_text(user_id)
                 if word == "help"
-                else (f"Unknown command `/{word}`. Type `/help` to list the tools.")
+                else _("Unknown command `/%(word)s`. Type `/help` to list the tools.")
+                % {"word": word}
             )
             reply = Message.objects.create(
                 conversation=conversation, role=Message.Role.NOTICE, content=notice

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from chat_app.models import Conversation, Message
@@ -184,7 +185,10 @@ def _when(text: str | None, where: str) -> datetime | None:
     try:
         value = datetime.fromisoformat(text)
     except ValueError:
-        raise ImportError_(f"{where}: not an ISO 8601 date and time: {text[:40]!r}") from None
+        raise ImportError_(
+            _("%(where)s: not an ISO 8601 date and time: %(text)s")
+            % {"where": where, "text": f"{text[:40]!r}"}
+        ) from None
     if timezone.is_naive(value):
         value = value.replace(tzinfo=UTC)
     return value
@@ -208,22 +212,30 @@ def _clean_json(value: Any) -> Any:
 def parse_export(raw: bytes | str) -> ConversationIn:
     """The validated export, or ImportError_ saying what is wrong."""
     if len(raw) > MAX_IMPORT_BYTES:
-        raise ImportError_(f"the file is larger than {MAX_IMPORT_BYTES // (1024 * 1024)} MB")
+        raise ImportError_(
+            _("the file is larger than %(value)s MB") % {"value": MAX_IMPORT_BYTES // (1024 * 1024)}
+        )
     try:
         data = json.loads(raw)
     except (ValueError, RecursionError) as exc:
-        raise ImportError_(f"not valid JSON: {str(exc)[:200]}") from None
+        raise ImportError_(_("not valid JSON: %(str)s") % {"str": str(exc)[:200]}) from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise ImportError_(f'not a conversation export (expected "format": "{FORMAT}")')
+        raise ImportError_(
+            _('not a conversation export (expected "format": "%(FORMAT)s")') % {"FORMAT": FORMAT}
+        )
     if _depth(data) > MAX_JSON_DEPTH + 6:
-        raise ImportError_(f"nested deeper than {MAX_JSON_DEPTH} levels")
+        raise ImportError_(
+            _("nested deeper than %(MAX_JSON_DEPTH)s levels") % {"MAX_JSON_DEPTH": MAX_JSON_DEPTH}
+        )
     try:
         return ConversationIn.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "the file"
         more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
-        raise ImportError_(f"{where}: {first['msg']}{more}") from None
+        raise ImportError_(
+            _("%(where)s: %(msg)s%(more)s") % {"where": where, "msg": first["msg"], "more": more}
+        ) from None
 
 
 def import_conversation(*, owner: Any, raw: bytes | str) -> Conversation:

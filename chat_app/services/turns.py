@@ -15,7 +15,8 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Exists, Q
-from django.utils import timezone
+from django.utils import timezone, translation
+from django.utils.translation import gettext as _
 
 from chat_app.agent_kinds import FINAL_ANSWER, kind_for_conversation, kind_for_turn
 from chat_app.events import conversation_publish, message_publish, turn_publish
@@ -94,16 +95,16 @@ def turn_start(
     started the turn (``Turn.Source``), kept on the turn for the audit and usage figures."""
     text = text.strip()
     if not text:
-        raise TurnError("the message is empty")
+        raise TurnError(_("the message is empty"))
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > settings.CHAT_MAX_MESSAGE_BYTES:
         raise TurnError(
-            f"the message is too large: {size // 1024} KB "
-            f"(the limit is {settings.CHAT_MAX_MESSAGE_BYTES // 1024} KB)"
+            _("the message is too large: %(size)s KB (the limit is %(limit)s KB)")
+            % {"size": size // 1024, "limit": settings.CHAT_MAX_MESSAGE_BYTES // 1024}
         )
     if "\x00" in text or _has_lone_surrogate(text):
         raise TurnError(
-            "the message contains characters that cannot be stored (NUL or a lone surrogate)"
+            _("the message contains characters that cannot be stored (NUL or a lone surrogate)")
         )
     # At most one turn of a conversation runs; one unordered query finds it.
     running = next(iter(conversation.turns.filter(status=Turn.Status.RUNNING).order_by()[:1]), None)
@@ -114,7 +115,13 @@ def turn_start(
             return running
         running = conversation.turns.filter(status=Turn.Status.RUNNING).first()
     if running is not None:
-        raise TurnError("the agent is still working on the previous message; press Stop first")
+        raise TurnError(_("the agent is still working on the previous message; press Stop first"))
+    if source == Turn.Source.CHAT:
+        # A person wrote (the chat page): the conversation follows their language from now on.
+        language = translation.get_language() or ""
+        if language and language != conversation.language:
+            conversation.language = language
+            conversation.save(update_fields=["language"])
     trace = tracing.turn_context_new()  # '' unless tracing is on
     with tracing.span("turn start", parent=trace, attributes={"cc.turn.source": source}):
         return _turn_start(
@@ -205,6 +212,11 @@ def _has_lone_surrogate(text: str) -> bool:
     except UnicodeEncodeError:
         return True
     return False
+
+
+def conversation_language(conversation: Conversation) -> str:
+    """The language its notices are written in: that of the person who last wrote in it."""
+    return conversation.language or settings.LANGUAGE_CODE
 
 
 def conversation_touch(conversation: Conversation, *, first_text: str = "") -> bool:
@@ -343,7 +355,7 @@ def _owned_conversation(user: Any, conversation_id: int) -> Conversation:
     found = Conversation.objects.filter(pk=conversation_id, owner=user).order_by()[:1]
     conversation = next(iter(found), None)
     if conversation is None:
-        raise TurnError("conversation not found")
+        raise TurnError(_("conversation not found"))
     return conversation
 
 

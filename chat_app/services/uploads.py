@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
 from django.conf import settings
+from django.utils.translation import gettext as _
 
 from chat_app.models import Conversation
 from infra.safe_files import Missing, Refused, open_beneath, split_relative, walk_beneath
@@ -103,28 +104,41 @@ def upload_allowed_types() -> list[str]:
 def upload_name(raw: str) -> str:
     """The name an upload is stored under, or UploadError saying why it cannot be."""
     if "\0" in raw:
-        raise UploadError("the file name contains a NUL byte")
+        raise UploadError(_("the file name contains a NUL byte"))
     name = unicodedata.normalize("NFC", raw.strip())
     if not name:
-        raise UploadError("the file has no name")
+        raise UploadError(_("the file has no name"))
     folded = unicodedata.normalize("NFKC", name)
     if any(c in _FORBIDDEN for c in name + folded):
         raise UploadError(
-            f'{name!r}: a file name may not contain / \\ < > : " | ? * '
-            "(uploads go straight into the workspace, never into a folder path)"
+            _(
+                '%(name)s: a file name may not contain / \\ < > : " | ? * (uploads go straight '
+                "into the workspace, never into a folder path)"
+            )
+            % {"name": f"{name!r}"}
         )
     if any(unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp") for c in name):
-        raise UploadError(f"{name!r}: the file name contains control or invisible characters")
+        raise UploadError(
+            _("%(name)s: the file name contains control or invisible characters")
+            % {"name": f"{name!r}"}
+        )
     if name in (".", "..") or folded in (".", ".."):
-        raise UploadError(f"{name!r} is not a file name")
+        raise UploadError(_("%(name)s is not a file name") % {"name": f"{name!r}"})
     if name.startswith((".", "-", "~")):
-        raise UploadError(f"{name!r}: a file name may not start with '.', '-' or '~'")
+        raise UploadError(
+            _("%(name)s: a file name may not start with '.', '-' or '~'") % {"name": f"{name!r}"}
+        )
     if name.endswith((".", " ")):
-        raise UploadError(f"{name!r}: a file name may not end with a dot or a space")
+        raise UploadError(
+            _("%(name)s: a file name may not end with a dot or a space") % {"name": f"{name!r}"}
+        )
     if name.split(".")[0].upper().strip() in _WINDOWS_RESERVED:
-        raise UploadError(f"{name!r} is a reserved device name")
+        raise UploadError(_("%(name)s is a reserved device name") % {"name": f"{name!r}"})
     if len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
-        raise UploadError(f"the file name is longer than {MAX_NAME_BYTES} bytes")
+        raise UploadError(
+            _("the file name is longer than %(MAX_NAME_BYTES)s bytes")
+            % {"MAX_NAME_BYTES": MAX_NAME_BYTES}
+        )
     allowed = upload_allowed_types()
     if "*" not in allowed:
         ext = name.rsplit(".", 1)[1].lower() if "." in name else ""
@@ -132,7 +146,11 @@ def upload_name(raw: str) -> str:
             shown = f".{ext} files" if ext else "files without an extension"
             listed = ", ".join("." + a for a in allowed[:12])
             more = f" and {len(allowed) - 12} more" if len(allowed) > 12 else ""
-            raise UploadError(f"{shown} are not accepted here; allowed: {listed}{more}", status=415)
+            raise UploadError(
+                _("%(shown)s are not accepted here; allowed: %(listed)s%(more)s")
+                % {"shown": shown, "listed": listed, "more": more},
+                status=415,
+            )
     return name
 
 
@@ -146,7 +164,7 @@ def _numbered(name: str, n: int) -> str:
     stem, dot, ext = name.rpartition(".")
     candidate = f"{stem} ({n}).{ext}" if dot and stem else f"{name} ({n})"
     if len(candidate.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
-        raise UploadError("the file name is too long to make unique; rename the file")
+        raise UploadError(_("the file name is too long to make unique; rename the file"))
     return candidate
 
 
@@ -163,7 +181,10 @@ def _create(dir_fd: int, name: str) -> tuple[str, int]:
         except FileExistsError:  # a file, a folder or a link of that name: never touched
             continue
         return candidate, fd
-    raise UploadError(f"too many files named like {name!r} in the workspace; rename the file")
+    raise UploadError(
+        _("too many files named like %(name)s in the workspace; rename the file")
+        % {"name": f"{name!r}"}
+    )
 
 
 def _sniff(head: bytes) -> str:
@@ -189,7 +210,7 @@ def upload_store(
         dir_fd = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError:  # replaced by a link (or gone): never written through
         logger.error("the workspace of conversation %s is not a folder", conversation.pk)
-        raise UploadError("the conversation's workspace cannot be opened", status=409) from None
+        raise UploadError(_("the conversation's workspace cannot be opened"), status=409) from None
     try:
         stored, fd = _create(dir_fd, name)
         size = 0

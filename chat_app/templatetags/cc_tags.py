@@ -5,9 +5,12 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django import template
+from django.utils.formats import number_format
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.translation import gettext
 
 from chat_app.rendering import render_markdown
+from chat_app.services.titles import DEFAULT_TITLE
 
 register = template.Library()
 
@@ -38,11 +41,13 @@ def compact_json(value: Any) -> str:
 def duration(ms: int | None) -> str:
     if ms is None:
         return ""
+    # Units and the decimal separator in the page's language.
+    milliseconds, seconds, minutes = gettext("ms"), gettext("s"), gettext("min")
     if ms < 1000:
-        return f"{ms} ms"
+        return f"{ms} {milliseconds}"
     if ms < 60_000:
-        return f"{ms / 1000:.1f} s"
-    return f"{ms // 60_000} min {ms % 60_000 // 1000} s"
+        return f"{number_format(ms / 1000, 1)} {seconds}"
+    return f"{ms // 60_000} {minutes} {ms % 60_000 // 1000} {seconds}"
 
 
 @register.filter
@@ -109,3 +114,9 @@ def tokens(value: Any) -> str:
 @register.filter
 def get_item(row: Any, key: str) -> Any:
     return row.get(key) if isinstance(row, dict) else getattr(row, key, None)
+
+
+@register.filter
+def conversation_title(title: str) -> str:
+    """A conversation's title; the placeholder of one not yet named, in the page's language."""
+    return gettext("New conversation") if title == DEFAULT_TITLE else title

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils.translation import gettext as _
+
 from infra.websocket import SafeJsonConsumer, db
 from tools_app.events import APPROVALS_ADMINS, approvals_group
 from tools_app.services.approval import approvals_for, decider_group_ids
@@ -49,4 +51,4 @@ class ApprovalsConsumer(SafeJsonConsumer):
         await self.send_json({"type": "approvals", "count": count, "changed": changed})
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
-        await self.send_error("decide approvals on the Approvals page")
+        await self.send_error(_("decide approvals on the Approvals page"))

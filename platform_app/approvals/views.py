@@ -10,6 +10,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from tools_app.models import ToolCall
@@ -60,10 +61,11 @@ def _edited_arguments(call: ToolCall | None, text: str) -> dict[str, Any] | None
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ApprovalError(
-            f"the arguments are not valid JSON ({exc.msg}, line {exc.lineno})"
+            _("the arguments are not valid JSON (%(msg)s, line %(lineno)s)")
+            % {"msg": exc.msg, "lineno": exc.lineno}
         ) from None
     if not isinstance(value, dict):
-        raise ApprovalError("the arguments must be a JSON object")
+        raise ApprovalError(_("the arguments must be a JSON object"))
     if call is not None and value == call.arguments:
         return None
     return value
@@ -77,7 +79,7 @@ def approval_decide(request: HttpRequest, call_id: int) -> HttpResponse:
     text = request.POST.get("arguments", "")
     try:
         if decision not in ("approve", "deny"):
-            raise ApprovalError("choose Approve or Deny")
+            raise ApprovalError(_("choose Approve or Deny"))
         arguments = None
         if decision == "approve":
             current = ToolCall.objects.filter(pk=call_id).only("arguments").first()
@@ -98,5 +100,5 @@ def approval_decide(request: HttpRequest, call_id: int) -> HttpResponse:
             status=400,
         )
     word = "approved" if decision == "approve" else "denied"
-    messages.success(request, f"Call #{call_id} {word}.")
+    messages.success(request, _("Call #%(call_id)s %(word)s.") % {"call_id": call_id, "word": word})
     return redirect("platform:approvals")

@@ -27,6 +27,7 @@ import yaml
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import transaction
+from django.utils.translation import gettext as _
 
 from chat_app.models import Agent
 from platform_app.people.services import EVERYONE, everyone_group
@@ -239,11 +240,11 @@ def access_import(text: str, *, actor: Any = None) -> ImportSummary:
     try:
         data = yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
-        raise AccessImportError(f"not valid YAML: {exc}") from exc
+        raise AccessImportError(_("not valid YAML: %(error)s") % {"error": exc}) from exc
     if data is None:
         data = _Map()
     if not isinstance(data, dict):
-        raise AccessImportError("expected a mapping with 'groups' and 'approvals'")
+        raise AccessImportError(_("expected a mapping with 'groups' and 'approvals'"))
     unknown = sorted(set(data) - {"groups", "approvals"})
     if unknown:
         raise _fail(_line(data), f"unknown key {unknown[0]!r}")

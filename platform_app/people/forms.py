@@ -8,6 +8,8 @@ from django import forms
 from django.contrib.auth import get_user_model, password_validation
 from django.contrib.auth.models import Group
 from django.contrib.auth.validators import UnicodeUsernameValidator
+from django.utils.text import format_lazy
+from django.utils.translation import gettext_lazy as _
 
 from platform_app.people.services import EVERYONE
 
@@ -17,7 +19,8 @@ def _groups_field() -> forms.ModelMultipleChoiceField:
         queryset=Group.objects.exclude(name=EVERYONE).order_by("name"),
         required=False,
         widget=forms.CheckboxSelectMultiple,
-        help_text=f"Everyone is in “{EVERYONE}” as well, without being listed.",
+        # Lazy, formatted when the form is shown (in the page's language).
+        help_text=format_lazy(_("Everyone is in “{}” as well, without being listed."), EVERYONE),
     )
 
 
@@ -27,39 +30,41 @@ class UserCreateForm(forms.Form):
     username = forms.CharField(
         max_length=150,
         validators=[UnicodeUsernameValidator()],
-        help_text="Letters, digits and @ . + - _ only.",
+        help_text=_("Letters, digits and @ . + - _ only."),
     )
     first_name = forms.CharField(max_length=150, required=False)
     last_name = forms.CharField(max_length=150, required=False)
     email = forms.EmailField(required=False)
     how = forms.ChoiceField(
-        label="How they sign in",
+        label=_("How they sign in"),
         choices=[
-            (INVITE, "Invite: a one-time link where they choose their password"),
-            (PASSWORD, "Set a password now"),
+            (INVITE, _("Invite: a one-time link where they choose their password")),
+            (PASSWORD, _("Set a password now")),
         ],
         initial=INVITE,
         widget=forms.RadioSelect,
     )
     password1 = forms.CharField(
-        label="Password",
+        label=_("Password"),
         required=False,
         strip=False,
         widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
     )
     password2 = forms.CharField(
-        label="Password again",
+        label=_("Password again"),
         required=False,
         strip=False,
         widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
     )
-    is_staff = forms.BooleanField(label="Admin (staff): manages tools and people", required=False)
+    is_staff = forms.BooleanField(
+        label=_("Admin (staff): manages tools and people"), required=False
+    )
     groups = _groups_field()
 
     def clean_username(self) -> str:
         username = str(self.cleaned_data["username"]).strip()
         if get_user_model().objects.filter(username__iexact=username).exists():
-            raise forms.ValidationError("That username is taken.")
+            raise forms.ValidationError(_("That username is taken."))
         return username
 
     def clean(self) -> dict[str, Any]:
@@ -89,7 +94,9 @@ class UserEditForm(forms.Form):
     first_name = forms.CharField(max_length=150, required=False)
     last_name = forms.CharField(max_length=150, required=False)
     email = forms.EmailField(required=False)
-    is_staff = forms.BooleanField(label="Admin (staff): manages tools and people", required=False)
+    is_staff = forms.BooleanField(
+        label=_("Admin (staff): manages tools and people"), required=False
+    )
     groups = _groups_field()
 
 

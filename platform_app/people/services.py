@@ -22,10 +22,14 @@ from django.contrib.auth.tokens import default_token_generator
 from django.core.mail import send_mail
 from django.db import transaction
 from django.urls import reverse
+from django.utils import translation
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
+from django.utils.translation import gettext
+from django.utils.translation import gettext as _
 
 from chat_app.models import Agent
+from platform_app.preferences.services import preferences_get
 from tools_app.services.audit import AUDIT_CONVERSATIONS_PERMISSION, audit_people_change
 
 # The lookup lives below the apps (binding needs it); re-exported here for the People pages.
@@ -63,16 +67,22 @@ def _is_superuser(actor: Any) -> bool:
 
 def check_may_change_user(*, actor: Any, user: Any) -> None:
     if user.is_superuser and not _is_superuser(actor):
-        raise PeopleError(f"Only a superuser may change the superuser {user.get_username()}.")
+        raise PeopleError(
+            _("Only a superuser may change the superuser %(get_username)s.")
+            % {"get_username": user.get_username()}
+        )
 
 
 def check_may_change_group_members(*, actor: Any, group: Group) -> None:
     if is_everyone(group):
-        raise PeopleError("Everyone has every user as a member; there is nothing to change.")
+        raise PeopleError(_("Everyone has every user as a member; there is nothing to change."))
     if group_carries_permissions(group) and not _is_superuser(actor):
         raise PeopleError(
-            f"“{group.name}” carries permissions (such as reading others' conversations): "
-            "only a superuser changes its members."
+            _(
+                "“%(name)s” carries permissions (such as reading others' conversations): only a "
+                "superuser changes its members."
+            )
+            % {"name": group.name}
         )
 
 
@@ -84,12 +94,15 @@ def _other_active_staff(user: Any) -> bool:
 def check_keeps_an_admin(*, actor: Any, user: Any, active: bool, staff: bool) -> None:
     """Refuse what would lock the actor or everyone out of the People pages."""
     if user.pk == actor.pk and not active:
-        raise PeopleError("You cannot deactivate your own account.")
+        raise PeopleError(_("You cannot deactivate your own account."))
     if user.pk == actor.pk and not staff:
-        raise PeopleError("You cannot remove your own admin (staff) role.")
+        raise PeopleError(_("You cannot remove your own admin (staff) role."))
     losing_admin = user.is_active and user.is_staff and not (active and staff)
     if losing_admin and not _other_active_staff(user):
-        raise PeopleError(f"{user.get_username()} is the last active admin; keep at least one.")
+        raise PeopleError(
+            _("%(get_username)s is the last active admin; keep at least one.")
+            % {"get_username": user.get_username()}
+        )
 
 
 def _check_groups_assignable(*, actor: Any, before: set[Group], after: set[Group]) -> None:
@@ -110,8 +123,10 @@ def password_login_enabled() -> bool:
 def check_password_login() -> None:
     if not password_login_enabled():
         raise PeopleError(
-            "Password login is off (OIDC_LOCAL_LOGIN=false): people sign in with single "
-            "sign-on, and their account is made at their first sign-in."
+            _(
+                "Password login is off (OIDC_LOCAL_LOGIN=false): people sign in with single "
+                "sign-on, and their account is made at their first sign-in."
+            )
         )
 
 
@@ -135,16 +150,24 @@ def password_link_url(*, user: Any, base_url: str) -> str:
 def _password_link_email(*, user: Any, url: str, invited: bool) -> bool:
     if not (email_enabled() and user.email):
         return False
-    if invited:
-        subject = "You are invited to Control Center"
-        lead = f"An admin created the account “{user.get_username()}” for you."
-    else:
-        subject = "Set a new Control Center password"
-        lead = f"An admin reset the password of your account “{user.get_username()}”."
-    body = (
-        f"{lead}\n\nChoose your password here (the link works once):\n{url}\n\n"
-        "If you did not expect this, ignore this message.\n"
-    )
+    # In the person's own language once they chose one; a new person's, in the admin's.
+    chosen = preferences_get(user=user)[1] if not invited else ""
+    with translation.override(chosen or translation.get_language() or settings.LANGUAGE_CODE):
+        name = {"username": user.get_username()}
+        if invited:
+            subject = gettext("You are invited to Control Center")
+            lead = gettext("An admin created the account “%(username)s” for you.") % name
+        else:
+            subject = gettext("Set a new Control Center password")
+            lead = gettext("An admin reset the password of your account “%(username)s”.") % name
+        body = (
+            lead
+            + "\n\n"
+            + gettext("Choose your password here (the link works once):")
+            + f"\n{url}\n\n"
+            + gettext("If you did not expect this, ignore this message.")
+            + "\n"
+        )
     send_mail(subject, body, None, [user.email])
     return True
 
@@ -271,9 +294,12 @@ def user_password_reset(*, actor: Any, user: Any, base_url: str) -> PasswordLink
     check_may_change_user(actor=actor, user=user)
     check_password_login()
     if user.pk == actor.pk:
-        raise PeopleError("Change your own password on the Password page.")
+        raise PeopleError(_("Change your own password on the Password page."))
     if not user.is_active:
-        raise PeopleError(f"{user.get_username()} is deactivated; reactivate the account first.")
+        raise PeopleError(
+            _("%(get_username)s is deactivated; reactivate the account first.")
+            % {"get_username": user.get_username()}
+        )
     never_signed_in = user.last_login is None and not user.has_usable_password()
     user.set_unusable_password()
     user.save(update_fields=["password"])
@@ -292,14 +318,17 @@ def user_password_reset(*, actor: Any, user: Any, base_url: str) -> PasswordLink
 def _check_group_name(name: str, *, group: Group | None = None) -> str:
     name = name.strip()
     if not name:
-        raise PeopleError("A group needs a name.")
+        raise PeopleError(_("A group needs a name."))
     if name.casefold() == EVERYONE.casefold() and (group is None or not is_everyone(group)):
-        raise PeopleError(f"“{EVERYONE}” is the group every user is in; choose another name.")
+        raise PeopleError(
+            _("“%(EVERYONE)s” is the group every user is in; choose another name.")
+            % {"EVERYONE": EVERYONE}
+        )
     taken = Group.objects.filter(name__iexact=name)
     if group is not None:
         taken = taken.exclude(pk=group.pk)
     if taken.exists():
-        raise PeopleError(f"A group named “{name}” exists already.")
+        raise PeopleError(_("A group named “%(name)s” exists already.") % {"name": name})
     return name
 
 
@@ -314,7 +343,7 @@ def group_create(*, actor: Any, name: str) -> Group:
 @transaction.atomic
 def group_rename(*, actor: Any, group: Group, name: str) -> Group:
     if is_everyone(group):
-        raise PeopleError(f"“{EVERYONE}” cannot be renamed.")
+        raise PeopleError(_("“%(EVERYONE)s” cannot be renamed.") % {"EVERYONE": EVERYONE})
     name = _check_group_name(name, group=group)
     if name == group.name:
         return group
@@ -335,9 +364,13 @@ def group_rename(*, actor: Any, group: Group, name: str) -> Group:
 def group_delete(*, actor: Any, group: Group) -> None:
     """Its members lose what it granted; the users themselves stay."""
     if is_everyone(group):
-        raise PeopleError(f"“{EVERYONE}” cannot be deleted: every user is in it.")
+        raise PeopleError(
+            _("“%(EVERYONE)s” cannot be deleted: every user is in it.") % {"EVERYONE": EVERYONE}
+        )
     if group_carries_permissions(group) and not _is_superuser(actor):
-        raise PeopleError(f"“{group.name}” carries permissions: only a superuser deletes it.")
+        raise PeopleError(
+            _("“%(name)s” carries permissions: only a superuser deletes it.") % {"name": group.name}
+        )
     members = sorted(group.user_set.values_list("username", flat=True))
     name = group.name
     group.delete()
@@ -377,9 +410,12 @@ def group_members_change(
 def group_auditor_set(*, actor: Any, group: Group, auditor: bool) -> None:
     """Give a group (or take from it) the permission to read others' conversations."""
     if not _is_superuser(actor):
-        raise PeopleError("Only a superuser gives or takes the auditor permission.")
+        raise PeopleError(_("Only a superuser gives or takes the auditor permission."))
     if is_everyone(group) and auditor:
-        raise PeopleError(f"“{EVERYONE}” cannot be an auditor group: that would be every user.")
+        raise PeopleError(
+            _("“%(EVERYONE)s” cannot be an auditor group: that would be every user.")
+            % {"EVERYONE": EVERYONE}
+        )
     permission = auditor_permission()
     had = group.permissions.filter(pk=permission.pk).exists()
     if had == auditor:
@@ -419,7 +455,7 @@ def group_grants_set(
     found = {a.name: a for a in Agent.objects.filter(name__in=agents)}
     missing = [name for name in agents if name not in found]
     if missing:
-        raise PeopleError(f"No agent profile named {missing[0]!r}.")
+        raise PeopleError(_("No agent profile named %(missing)s.") % {"missing": f"{missing[0]!r}"})
     before = {f"{k}s": v for k, v in group_grants(group).items()}
     before["agents"] = group_agent_names(group)
     try:
@@ -432,7 +468,9 @@ def group_grants_set(
             audit=False,
         )
     except GrantError as exc:
-        raise PeopleError(f"{str(exc)[0].upper()}{str(exc)[1:]}.") from None
+        raise PeopleError(
+            _("%(upper)s%(str)s.") % {"upper": str(exc)[0].upper(), "str": str(exc)[1:]}
+        ) from None
     group.agent_profiles.set(found.values())
     state = {f"{k}s": v for k, v in after.items()}
     state["agents"] = agents

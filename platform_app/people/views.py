@@ -16,6 +16,7 @@ from django.contrib.auth.views import PasswordChangeView, PasswordResetConfirmVi
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse, reverse_lazy
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
 from platform_app.people import selectors, services
@@ -110,7 +111,10 @@ def user_new(request: HttpRequest) -> HttpResponse:
             messages.error(request, exc.message)
         else:
             if link is None:
-                messages.success(request, f"{user.get_username()} can log in now.")
+                messages.success(
+                    request,
+                    _("%(get_username)s can log in now.") % {"get_username": user.get_username()},
+                )
                 return redirect("people:user", user_id=user.pk)
             return _user_page(request, user, link=link, invited=True)
     context = {"form": form, "group_choices": _group_choices(form, request.user)}
@@ -183,7 +187,9 @@ def user_detail(request: HttpRequest, user_id: int) -> HttpResponse:
             messages.error(request, exc.message)
             user.refresh_from_db()
             return _user_page(request, user, form=form)
-        messages.success(request, f"Saved {user.get_username()}.")
+        messages.success(
+            request, _("Saved %(get_username)s.") % {"get_username": user.get_username()}
+        )
         return redirect("people:user", user_id=user.pk)
     return _user_page(request, user, form=form)
 
@@ -199,7 +205,10 @@ def user_active(request: HttpRequest, user_id: int) -> HttpResponse:
         messages.error(request, exc.message)
     else:
         word = "reactivated: they can log in again" if active else "deactivated"
-        messages.success(request, f"{user.get_username()} {word}.")
+        messages.success(
+            request,
+            _("%(get_username)s %(word)s.") % {"get_username": user.get_username(), "word": word},
+        )
     return redirect("people:user", user_id=user.pk)
 
 
@@ -228,7 +237,9 @@ def groups(request: HttpRequest) -> HttpResponse:
         except PeopleError as exc:
             form.add_error("name", exc.message)
         else:
-            messages.success(request, f"Group “{group.name}” created. Add its members here.")
+            messages.success(
+                request, _("Group “%(name)s” created. Add its members here.") % {"name": group.name}
+            )
             return redirect("people:group", group_id=group.pk)
     context = {
         "groups": selectors.groups_rows(),
@@ -271,7 +282,7 @@ def group_detail(request: HttpRequest, group_id: int) -> HttpResponse:
         except PeopleError as exc:
             form.add_error("name", exc.message)
         else:
-            messages.success(request, f"Renamed to “{group.name}”.")
+            messages.success(request, _("Renamed to “%(name)s”.") % {"name": group.name})
             return redirect("people:group", group_id=group.pk)
     group.refresh_from_db()
     return _group_page(request, group, form=form)
@@ -287,7 +298,9 @@ def group_delete(request: HttpRequest, group_id: int) -> HttpResponse:
     except PeopleError as exc:
         messages.error(request, exc.message)
         return redirect("people:group", group_id=group_id)
-    messages.success(request, f"Group “{name}” deleted; its members keep their accounts.")
+    messages.success(
+        request, _("Group “%(name)s” deleted; its members keep their accounts.") % {"name": name}
+    )
     return redirect("people:groups")
 
 
@@ -297,7 +310,7 @@ def group_members_add(request: HttpRequest, group_id: int) -> HttpResponse:
     group = get_object_or_404(Group, pk=group_id)
     form = MembersAddForm(request.POST, candidates=selectors.users_not_in(group))
     if not form.is_valid():
-        messages.error(request, "Pick someone to add.")
+        messages.error(request, _("Pick someone to add."))
         return redirect("people:group", group_id=group.pk)
     added = list(form.cleaned_data["users"])
     try:
@@ -306,7 +319,9 @@ def group_members_add(request: HttpRequest, group_id: int) -> HttpResponse:
         messages.error(request, exc.message)
     else:
         names = ", ".join(u.get_username() for u in added)
-        messages.success(request, f"Added {names} to “{group.name}”.")
+        messages.success(
+            request, _("Added %(names)s to “%(name)s”.") % {"names": names, "name": group.name}
+        )
     return redirect("people:group", group_id=group.pk)
 
 
@@ -320,7 +335,11 @@ def group_member_remove(request: HttpRequest, group_id: int, user_id: int) -> Ht
     except PeopleError as exc:
         messages.error(request, exc.message)
     else:
-        messages.success(request, f"Removed {user.get_username()} from “{group.name}”.")
+        messages.success(
+            request,
+            _("Removed %(get_username)s from “%(name)s”.")
+            % {"get_username": user.get_username(), "name": group.name},
+        )
     return redirect("people:group", group_id=group.pk)
 
 
@@ -335,7 +354,11 @@ def group_auditor(request: HttpRequest, group_id: int) -> HttpResponse:
         messages.error(request, exc.message)
     else:
         state = "may now read" if auditor else "no longer read"
-        messages.success(request, f"Members of “{group.name}” {state} others' conversations.")
+        messages.success(
+            request,
+            _("Members of “%(name)s” %(state)s others' conversations.")
+            % {"name": group.name, "state": state},
+        )
     return redirect("people:group", group_id=group.pk)
 
 
@@ -360,7 +383,7 @@ def group_grants(request: HttpRequest, group_id: int) -> HttpResponse:
             messages.error(request, exc.message)
             posted = request.POST
         else:
-            messages.success(request, f"Saved what “{group.name}” may use.")
+            messages.success(request, _("Saved what “%(name)s” may use.") % {"name": group.name})
             return redirect("people:group_grants", group_id=group.pk)
     context = {
         "group": group,
@@ -384,7 +407,7 @@ class PasswordChange(PasswordChangeView):
 
     def form_valid(self, form: Any) -> HttpResponse:
         response = super().form_valid(form)
-        messages.success(self.request, "Your password is changed.")
+        messages.success(self.request, _("Your password is changed."))
         return response
 
 

@@ -8,4 +8,5 @@ app_name = "preferences"
 
 urlpatterns = [
     path("theme/", views.theme, name="theme"),
+    path("language/", views.language, name="language"),
 ]

@@ -24,6 +24,7 @@ from authlib.integrations.base_client import MismatchingStateError
 from authlib.integrations.django_client import OAuth
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
+from django.utils.translation import gettext as _
 from joserfc.errors import JoseError
 
 logger = logging.getLogger(__name__)
@@ -83,8 +84,11 @@ def provider_metadata(client: Any) -> dict[str, Any]:
     except (requests.RequestException, ValueError) as exc:
         client.server_metadata.clear()
         raise SSOUnavailable(
-            f"Single sign-on is unavailable: the provider's discovery document {url} "
-            f"could not be read ({_short(exc)})."
+            _(
+                "Single sign-on is unavailable: the provider's discovery document %(url)s could "
+                "not be read (%(short)s)."
+            )
+            % {"url": url, "short": _short(exc)}
         ) from exc
     problems = [f"it has no {name}" for name in REQUIRED_METADATA if not metadata.get(name)]
     issuer = settings.OIDC_ISSUER
@@ -118,13 +122,18 @@ def callback_claims(request: HttpRequest) -> tuple[dict[str, Any], str]:
     error = request.GET.get("error")
     if error:
         detail = request.GET.get("error_description") or error
-        raise SSOError(f"{name} did not sign you in: {detail}")
+        raise SSOError(
+            _("%(name)s did not sign you in: %(detail)s") % {"name": name, "detail": detail}
+        )
     with translated_errors():
         token = client.authorize_access_token(request)
     claims = token.get("userinfo")
     if not claims:
         # Without an ID token nothing says who signed in: the access token is not for us.
-        raise SSOError(f"{name} returned no ID token; check that the openid scope is allowed.")
+        raise SSOError(
+            _("%(name)s returned no ID token; check that the openid scope is allowed.")
+            % {"name": name}
+        )
     return dict(claims), str(metadata["issuer"])
 
 
@@ -136,7 +145,7 @@ def id_token_claims(token: dict[str, Any], *, nonce: str) -> dict[str, Any]:
     with translated_errors():
         claims = client.parse_id_token(token, nonce=nonce)
     if not claims:
-        raise SSOError("the token response holds no ID token")
+        raise SSOError(_("the token response holds no ID token"))
     return dict(claims)
 
 
@@ -148,16 +157,24 @@ def translated_errors() -> Iterator[None]:
         yield
     except MismatchingStateError as exc:
         raise SSOError(
-            "This sign-in was started in another browser tab or has expired; please try again."
+            _("This sign-in was started in another browser tab or has expired; please try again.")
         ) from exc
     except AuthlibBaseError as exc:
-        raise SSOError(f"{name} refused the sign-in: {exc.description or exc.error}") from exc
+        raise SSOError(
+            _("%(name)s refused the sign-in: %(value)s")
+            % {"name": name, "value": exc.description or exc.error}
+        ) from exc
     except requests.RequestException as exc:
-        raise SSOUnavailable(f"{name} could not be reached ({_short(exc)}).") from exc
+        raise SSOUnavailable(
+            _("%(name)s could not be reached (%(short)s).") % {"name": name, "short": _short(exc)}
+        ) from exc
     except (JoseError, ValueError) as exc:
         # A bad signature, a wrong issuer or audience, an expired token, a wrong nonce.
         logger.warning("SSO: an ID token failed verification: %s", exc)
-        raise SSOError(f"The ID token from {name} failed verification ({_short(exc)}).") from exc
+        raise SSOError(
+            _("The ID token from %(name)s failed verification (%(short)s).")
+            % {"name": name, "short": _short(exc)}
+        ) from exc
 
 
 def _short(exc: Exception) -> str:

@@ -25,6 +25,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, User
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from platform_app.models import SSOIdentity
 from platform_app.sso.client import SSOError
@@ -60,7 +61,7 @@ def sso_username(claims: Mapping[str, Any]) -> str:
         raw = claims.get(name)
         if isinstance(raw, str) and raw.strip():
             return _NOT_USERNAME.sub("_", raw.strip())[:150]
-    raise SSOLoginRefused("The ID token names nobody: it has no username, email or sub claim.")
+    raise SSOLoginRefused(_("The ID token names nobody: it has no username, email or sub claim."))
 
 
 @transaction.atomic
@@ -69,7 +70,7 @@ def sso_user_login(*, claims: Mapping[str, Any], issuer: str) -> User:
     Raises ``SSOLoginRefused`` (and changes nothing) when the login must not happen."""
     subject = claims.get("sub")
     if not isinstance(subject, str) or not subject:
-        raise SSOLoginRefused("The ID token has no subject (sub claim).")
+        raise SSOLoginRefused(_("The ID token has no subject (sub claim)."))
     identity = (
         SSOIdentity.objects.select_for_update()
         .select_related("user")
@@ -80,7 +81,10 @@ def sso_user_login(*, claims: Mapping[str, Any], issuer: str) -> User:
         identity = SSOIdentity(issuer=issuer, subject=subject, user=_account_for(claims))
     user: User = identity.user
     if not user.is_active:
-        raise SSOLoginRefused(f"The account {user.get_username()} is deactivated; ask an admin.")
+        raise SSOLoginRefused(
+            _("The account %(get_username)s is deactivated; ask an admin.")
+            % {"get_username": user.get_username()}
+        )
     identity.last_login_at = timezone.now()
     identity.save()
     _profile_update(user, claims)
@@ -101,8 +105,11 @@ def _account_for(claims: Mapping[str, Any]) -> User:
         return user
     if not settings.OIDC_LINK_EXISTING_USERS or existing.sso_identities.exists():
         raise SSOLoginRefused(
-            f"An account named {existing.get_username()} already exists and is not linked to "
-            "this sign-in; ask an admin to link it (OIDC_LINK_EXISTING_USERS) or rename it."
+            _(
+                "An account named %(get_username)s already exists and is not linked to this "
+                "sign-in; ask an admin to link it (OIDC_LINK_EXISTING_USERS) or rename it."
+            )
+            % {"get_username": existing.get_username()}
         )
     logger.info("SSO: linking the existing account %s", existing.get_username())
     return existing

@@ -22,6 +22,8 @@ from decimal import Decimal
 from typing import Any
 
 from django.db.models import Count, Q, Sum
+from django.utils.formats import date_format, number_format
+from django.utils.translation import gettext, ngettext
 
 from chat_app.models import Turn, UsageRecord, UsageRecordGroup
 from chat_app.services.usage import user_group_ids
@@ -175,6 +177,53 @@ def refusal_text(quota: Applicable, now: datetime | None = None) -> str:
     return f"{whose} {span} {kind} of {limit} is used up; {resets_text(quota.period, now)}"
 
 
+def refusal_words(quota: Applicable, now: datetime | None = None) -> str:
+    """``refusal_text`` in the active language (a conversation's notice); the audit record
+    keeps ``refusal_text`` itself."""
+    what = {
+        (Quota.Period.DAY, False): gettext("daily budget"),
+        (Quota.Period.MONTH, False): gettext("monthly budget"),
+        (Quota.Period.DAY, True): gettext("daily limit"),
+        (Quota.Period.MONTH, True): gettext("monthly limit"),
+    }[
+        (
+            Quota.Period.DAY if quota.period == Quota.Period.DAY else Quota.Period.MONTH,
+            quota.metric == Quota.Metric.TOOL_CALLS,
+        )
+    ]
+    if quota.group_id is None:
+        subject = gettext("your %(what)s") % {"what": what}
+    elif quota.everyone:
+        subject = gettext("everyone's %(what)s") % {"what": what}
+    else:
+        subject = gettext("the %(group)s group's %(what)s") % {
+            "group": quota.group_name,
+            "what": what,
+        }
+    if quota.metric == Quota.Metric.COST:
+        limit = amount_text(quota.metric, quota.limit)
+    else:
+        count = int(quota.limit)
+        template = (
+            ngettext("%(count)s tool call", "%(count)s tool calls", count)
+            if quota.metric == Quota.Metric.TOOL_CALLS
+            else ngettext("%(count)s token", "%(count)s tokens", count)
+        )
+        limit = template % {"count": number_format(count, force_grouping=True)}
+    if quota.period == Quota.Period.MONTH:
+        # "E": the month as a date says it ("1 декабря" in Russian).
+        resets = gettext("it resets on %(date)s at 00:00 UTC") % {
+            "date": date_format(period_end(quota.period, now), "j E")
+        }
+    else:
+        resets = gettext("it resets at 00:00 UTC")
+    return gettext("%(subject)s of %(limit)s is used up; %(resets)s") % {
+        "subject": subject,
+        "limit": limit,
+        "resets": resets,
+    }
+
+
 def exhausted(
     user_id: int, metrics_wanted: tuple[str, ...], *, now: datetime | None = None
 ) -> tuple[Applicable, Decimal] | None:
@@ -228,7 +277,7 @@ def round_gate(turn: Turn) -> str | None:
     if found is None:
         return None
     quota, spent = found
-    text = refusal_text(quota)
+    text = refusal_words(quota)  # the person reads it in the conversation's language
     _audit(
         user_id=turn.user_id,
         what="model round",

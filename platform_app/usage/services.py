@@ -12,6 +12,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import IntegrityError, transaction
+from django.utils.translation import gettext as _
 
 from chat_app.models import ModelPrice, Provider
 from platform_app.models import Quota
@@ -37,7 +38,7 @@ def _quota_fields(quota: Quota) -> dict[str, Any]:
 def quota_set(*, actor: Any, target: str, metric: str, period: str, limit: Decimal | None) -> Quota:
     """Add or change the quota of ``target`` ("group:<id>" or "user:<id>") for this measure
     and period. Only a person's quota may have no limit (it exempts them)."""
-    kind, _, raw = target.partition(":")
+    kind, _sep, raw = target.partition(":")
     group = Group.objects.filter(pk=int(raw)).first() if kind == "group" and raw.isdigit() else None
     user = (
         get_user_model().objects.filter(pk=int(raw)).first()
@@ -45,13 +46,13 @@ def quota_set(*, actor: Any, target: str, metric: str, period: str, limit: Decim
         else None
     )
     if group is None and user is None:
-        raise UsageError("choose a group or a person")
+        raise UsageError(_("choose a group or a person"))
     if metric == Quota.Metric.TOOL_CALLS and period != Quota.Period.DAY:
-        raise UsageError("tool calls are limited per day")
+        raise UsageError(_("tool calls are limited per day"))
     if limit is None and group is not None:
-        raise UsageError("a group's quota needs a limit (an empty limit exempts one person)")
+        raise UsageError(_("a group's quota needs a limit (an empty limit exempts one person)"))
     if limit is not None and metric != Quota.Metric.COST and limit != limit.to_integral():
-        raise UsageError("tokens and tool calls are whole numbers")
+        raise UsageError(_("tokens and tool calls are whole numbers"))
     quota = Quota.objects.filter(group=group, user=user, metric=metric, period=period).first()
     before = _quota_fields(quota) if quota else {}
     if quota is None:
@@ -60,7 +61,7 @@ def quota_set(*, actor: Any, target: str, metric: str, period: str, limit: Decim
     try:
         quota.save()
     except IntegrityError as exc:
-        raise UsageError(f"this quota cannot be stored: {exc}") from None
+        raise UsageError(_("this quota cannot be stored: %(error)s") % {"error": exc}) from None
     audit_settings_change(
         user=actor, group="usage", tool="quota", before=before, after=_quota_fields(quota)
     )
@@ -98,7 +99,7 @@ def price_set(
 ) -> ModelPrice:
     model = model.strip()
     if not model:
-        raise UsageError("name the model")
+        raise UsageError(_("name the model"))
     price = ModelPrice.objects.filter(provider=provider, model=model).first()
     before = _price_fields(price) if price else {}
     if price is None:

@@ -11,6 +11,7 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import Group
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
 from chat_app.models import ModelPrice
@@ -109,7 +110,7 @@ def _price_save(request: HttpRequest, data: dict[str, Any]) -> str:
 @require_POST
 def quota_delete(request: HttpRequest, quota_id: int) -> HttpResponse:
     services.quota_delete(actor=request.user, quota=get_object_or_404(Quota, pk=quota_id))
-    messages.success(request, "Quota removed.")
+    messages.success(request, _("Quota removed."))
     return redirect("usage:limits")
 
 
@@ -117,5 +118,5 @@ def quota_delete(request: HttpRequest, quota_id: int) -> HttpResponse:
 @require_POST
 def price_delete(request: HttpRequest, price_id: int) -> HttpResponse:
     services.price_delete(actor=request.user, price=get_object_or_404(ModelPrice, pk=price_id))
-    messages.success(request, "Price removed.")
+    messages.success(request, _("Price removed."))
     return redirect("usage:limits")

@@ -41,6 +41,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from platform_app.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from tools_app.selectors import config_memo
@@ -89,14 +90,14 @@ def signature_valid(
 def _check(url: str, events: list[str]) -> None:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise WebhookError("the URL must be http:// or https:// with a host")
+        raise WebhookError(_("the URL must be http:// or https:// with a host"))
     if parts.username or parts.password:
-        raise WebhookError("credentials in the URL are not allowed; the signature authenticates")
+        raise WebhookError(_("credentials in the URL are not allowed; the signature authenticates"))
     unknown = sorted(set(events) - set(WebhookEndpoint.Event.values))
     if unknown:
-        raise WebhookError(f"unknown event {unknown[0]!r}")
+        raise WebhookError(_("unknown event %(unknown)s") % {"unknown": f"{unknown[0]!r}"})
     if not events:
-        raise WebhookError("choose at least one event")
+        raise WebhookError(_("choose at least one event"))
 
 
 def endpoint_create(

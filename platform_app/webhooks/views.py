@@ -8,6 +8,7 @@ from typing import Any
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
 from platform_app.models import WebhookDelivery, WebhookEndpoint
@@ -18,7 +19,8 @@ LOG_SIZE = 50
 
 
 def _events() -> list[tuple[str, str]]:
-    return list(WebhookEndpoint.Event.choices)
+    # The labels in the page's language (lazy in the model).
+    return [(value, str(label)) for value, label in WebhookEndpoint.Event.choices]
 
 
 def _form(request: HttpRequest) -> dict[str, Any]:
@@ -48,7 +50,7 @@ def webhook_list(request: HttpRequest) -> HttpResponse:
             messages.error(request, str(exc))
             status = 400
         else:
-            messages.success(request, f"Webhook “{endpoint.name}” added.")
+            messages.success(request, _("Webhook “%(name)s” added.") % {"name": endpoint.name})
             return _shown_once(request, endpoint, secret)
     endpoints = list(WebhookEndpoint.objects.all())
     for endpoint in endpoints:
@@ -77,7 +79,7 @@ def webhook_detail(request: HttpRequest, endpoint_id: int) -> HttpResponse:
             messages.error(request, str(exc))
             status = 400
         else:
-            messages.success(request, "Saved.")
+            messages.success(request, _("Saved."))
             return redirect("platform:webhook", endpoint_id=endpoint.pk)
     once = request.session.pop("webhook_secret", None)
     secret = once["secret"] if once and once.get("endpoint") == endpoint.pk else None
@@ -101,15 +103,17 @@ def webhook_action(request: HttpRequest, endpoint_id: int, action: str) -> HttpR
     endpoint = _endpoint(endpoint_id)
     if action == "rotate":
         secret = services.endpoint_rotate_secret(endpoint)
-        messages.success(request, "A new secret: the old one no longer signs anything.")
+        messages.success(request, _("A new secret: the old one no longer signs anything."))
         return _shown_once(request, endpoint, secret)
     if action == "test":
         services.endpoint_ping(endpoint)
-        messages.success(request, "A test delivery (event “ping”) is on its way.")
+        messages.success(request, _("A test delivery (event “ping”) is on its way."))
     elif action == "delete":
         name = endpoint.name
         endpoint.delete()
-        messages.success(request, f"Webhook “{name}” removed, with its delivery log.")
+        messages.success(
+            request, _("Webhook “%(name)s” removed, with its delivery log.") % {"name": name}
+        )
         return redirect("platform:webhooks")
     else:
         raise Http404("unknown action")
@@ -123,5 +127,7 @@ def delivery_again(request: HttpRequest, delivery_id: int) -> HttpResponse:
     if delivery is None:
         raise Http404("no such delivery")
     services.delivery_redeliver(delivery)
-    messages.success(request, f"“{delivery.event}” is sent again as a new delivery.")
+    messages.success(
+        request, _("“%(event)s” is sent again as a new delivery.") % {"event": delivery.event}
+    )
     return redirect("platform:webhook", endpoint_id=delivery.endpoint_id)

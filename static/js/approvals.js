@@ -1,6 +1,7 @@
 // Approvals, live on every page of an approver: the top bar's badge counts the calls that wait
 // for them; on the Approvals page the list follows (new calls appear, decided or expired ones
 // leave) without touching a call someone is editing.
+import { format, gettext } from "./i18n.js";
 const badge = document.getElementById("approvals-badge");
 const list = document.getElementById("approvals-list");
 let delay = 1000;
@@ -9,7 +10,7 @@ function setCount(count) {
   if (!badge) return;
   badge.textContent = String(count);
   badge.hidden = count === 0;
-  badge.setAttribute("aria-label", `${count} waiting`);
+  badge.setAttribute("aria-label", format(gettext("%(count)s waiting"), { count }));
 }
 
 async function refreshList() {

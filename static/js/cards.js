@@ -4,6 +4,7 @@
 // page) and live output arrives as chunks with offsets, so applying an event twice or late
 // is harmless: an older version is ignored, an already-seen chunk is skipped.
 
+import { format, gettext } from "./i18n.js";
 const codePoints = (text) => Array.from(text);
 
 export const TERMINAL = new Set(["succeeded", "failed", "denied", "cancelled"]);
@@ -65,7 +66,7 @@ export function approvalCommand(button) {
     try {
       args = JSON.parse(card.querySelector(".approval-edit textarea").value);
     } catch (err) {
-      errorBox.textContent = `Not valid JSON: ${err.message}`;
+      errorBox.textContent = format(gettext("Not valid JSON: %(error)s"), { error: err.message });
       return null;
     }
     return { action: "approve", call_id: callId, arguments: args };

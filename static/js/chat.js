@@ -5,6 +5,7 @@
 // carry their offset. So a reconnect is just: take the snapshot, then keep applying events;
 // stale fragments (lower version) and already-applied chunks (lower offset) are ignored.
 
+import { format, gettext } from "./i18n.js";
 import {
   adoptNewerCards,
   appendChunk,
@@ -52,7 +53,7 @@ function setRunning(value, isWaiting = false) {
   chat.dataset.waiting = String(waiting);
   stopButton.hidden = !value;
   sendButton.disabled = value && !waiting;
-  input.placeholder = waiting ? "Answer the agent's questions above, then press Send" : defaultPlaceholder;
+  input.placeholder = waiting ? gettext("Answer the agent's questions above, then press Send") : defaultPlaceholder;
   if (waiting) input.focus();
 }
 
@@ -147,7 +148,7 @@ const handlers = {
     if (link) link.textContent = event.title;
     const rename = document.getElementById(`rename-${event.id}`);
     if (rename) rename.value = event.title;
-    if (String(event.id) === conversationId) document.title = `${event.title} · Control Center`;
+    if (String(event.id) === conversationId) document.title = format(gettext("%(title)s · Control Center"), { title: event.title });
   },
   error(event) {
     if (event.call_id && showApprovalError(event.call_id, event.message)) return;
@@ -170,11 +171,11 @@ function connect() {
   socket.addEventListener("close", (event) => {
     chat.dataset.connected = "false";
     if (event.code === 4401 || event.code === 4403) {
-      connection.textContent = "You no longer have access to this conversation.";
+      connection.textContent = gettext("You no longer have access to this conversation.");
       connection.hidden = false;
       return;
     }
-    connection.textContent = "Connection lost — reconnecting…";
+    connection.textContent = gettext("Connection lost — reconnecting…");
     connection.hidden = false;
     setTimeout(connect, retryDelay);
     retryDelay = Math.min(retryDelay * 2, 5000);
@@ -186,20 +187,20 @@ const maxBytes = Number(chat.dataset.maxBytes || 0);
 function send() {
   const files = pendingAttachments();
   if (files === null) {
-    showError("Wait for the upload to finish.");
+    showError(gettext("Wait for the upload to finish."));
     return;
   }
-  const text = input.value.trim() || (files.length ? `(attached: ${files.join(", ")})` : "");
+  const text = input.value.trim() || (files.length ? format(gettext("(attached: %(files)s)"), { files: files.join(", ") }) : "");
   if (!text || (running && !waiting)) return;
   const size = new TextEncoder().encode(text).length;
   if (maxBytes && size > maxBytes) {
     showError(
-      `The message is too large: ${Math.round(size / 1024)} KB (the limit is ${Math.round(maxBytes / 1024)} KB).`,
+      format(gettext("The message is too large: %(size)s KB (the limit is %(limit)s KB)."), { size: Math.round(size / 1024), limit: Math.round(maxBytes / 1024) }),
     );
     return;
   }
   if (!socket || socket.readyState !== WebSocket.OPEN) {
-    showError("Not connected yet — try again in a moment.");
+    showError(gettext("Not connected yet — try again in a moment."));
     return;
   }
   showError("");
@@ -236,7 +237,7 @@ trackTouchedDetails(messages);
 // Copy, edit, regenerate and branch buttons on messages (messages.js).
 installMessageActions(messages, (command) => {
   if (!socket || socket.readyState !== WebSocket.OPEN) {
-    showError("Not connected yet — try again in a moment.");
+    showError(gettext("Not connected yet — try again in a moment."));
     return false;
   }
   showError("");

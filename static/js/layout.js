@@ -2,6 +2,7 @@
 // the keyboard shortcuts. The chat's own stream lives in chat.js; this file only presses its
 // buttons (Stop) and focuses its fields.
 
+import { gettext } from "./i18n.js";
 const body = document.body;
 const root = document.documentElement;
 const narrow = window.matchMedia("(max-width: 760px)");
@@ -57,8 +58,8 @@ if (sidebar && drawerButton) {
   const close = document.createElement("button");
   close.type = "button";
   close.className = "drawer-close small";
-  close.textContent = "Close";
-  close.setAttribute("aria-label", "Close conversations");
+  close.textContent = gettext("Close");
+  close.setAttribute("aria-label", gettext("Close conversations"));
   close.addEventListener("click", () => setDrawer(false));
   sidebar.prepend(close);
   backdrop = document.createElement("div");

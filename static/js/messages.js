@@ -6,6 +6,7 @@
 // over whatever was added and is idempotent. Commands go over the chat's websocket through
 // the `send` function chat.js hands to `installMessageActions`.
 
+import { gettext } from "./i18n.js";
 import hljs from "../vendor/highlightjs/highlight.min.js";
 
 hljs.configure({ ignoreUnescapedHTML: true });
@@ -65,8 +66,8 @@ export function enhance(root) {
     button.type = "button";
     button.className = "code-copy";
     button.dataset.msgAction = "copy-code";
-    button.textContent = "Copy";
-    button.setAttribute("aria-label", "Copy this code");
+    button.textContent = gettext("Copy");
+    button.setAttribute("aria-label", gettext("Copy this code"));
     wrap.prepend(button);
   });
   markLastAnswer(root.closest?.("#messages") || document.getElementById("messages"));
@@ -89,14 +90,14 @@ function openEditor(article, send) {
   const area = document.createElement("textarea");
   area.rows = Math.min(10, Math.max(2, messageSource(article).split("\n").length));
   area.value = messageSource(article);
-  area.setAttribute("aria-label", "Edited text");
+  area.setAttribute("aria-label", gettext("Edited text"));
   const save = document.createElement("button");
   save.type = "submit";
   save.className = "primary";
-  save.textContent = "Save edit";
+  save.textContent = gettext("Save edit");
   const cancel = document.createElement("button");
   cancel.type = "button";
-  cancel.textContent = "Cancel";
+  cancel.textContent = gettext("Cancel");
   const row = document.createElement("div");
   row.className = "message-edit-actions";
   row.append(cancel, save);
@@ -131,10 +132,10 @@ export function installMessageActions(messages, send) {
     const article = button.closest(".message");
     const action = button.dataset.msgAction;
     if (action === "copy") {
-      flash(button, (await copyText(messageSource(article))) ? "Copied" : "Copy failed");
+      flash(button, (await copyText(messageSource(article))) ? gettext("Copied") : gettext("Copy failed"));
     } else if (action === "copy-code") {
       const code = button.parentElement.querySelector("code");
-      flash(button, (await copyText(code.textContent)) ? "Copied" : "Copy failed");
+      flash(button, (await copyText(code.textContent)) ? gettext("Copied") : gettext("Copy failed"));
     } else if (action === "edit") {
       openEditor(article, send);
     } else if (action === "regenerate") {

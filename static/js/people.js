@@ -1,11 +1,13 @@
 // People pages: copy a one-time link; show the password fields only when setting one now.
 (function () {
   "use strict";
+  // Django's JavaScript catalog (base.html) defines gettext; without it, English.
+  var gettext = window.gettext || function (text) { return text; };
   document.querySelectorAll("[data-copy]").forEach(function (button) {
     button.addEventListener("click", function () {
       var input = document.getElementById(button.dataset.copy);
       input.select();
-      var done = function () { button.textContent = "Copied"; };
+      var done = function () { button.textContent = gettext("Copied"); };
       if (navigator.clipboard && window.isSecureContext) {
         navigator.clipboard.writeText(input.value).then(done, function () {});
       } else if (document.execCommand("copy")) {

@@ -5,6 +5,7 @@
 // the current card and then every change: the card (versioned) and output chunks (offsets),
 // applied with the same helpers as the chat. The socket closes once the call has finished.
 
+import { gettext } from "./i18n.js";
 import {
   TERMINAL,
   appendChunk,
@@ -62,10 +63,10 @@ function connect(container, id, run) {
     container.dataset.connected = "false";
     if (run.done || !container.isConnected) return;
     if (GONE.has(event.code)) {
-      showRunError(container, "Live updates are not available for this call.");
+      showRunError(container, gettext("Live updates are not available for this call."));
       return;
     }
-    showRunError(container, "Connection lost — reconnecting…");
+    showRunError(container, gettext("Connection lost — reconnecting…"));
     setTimeout(() => connect(container, id, run), run.retry);
     run.retry = Math.min(run.retry * 2, 5000);
   });
@@ -97,7 +98,7 @@ document.addEventListener("click", (event) => {
   const container = button.closest("[data-toolcall-stream]");
   const run = runs.get(container.dataset.toolcallStream);
   if (!run?.socket || run.socket.readyState !== WebSocket.OPEN) {
-    showRunError(container, "Not connected yet — try again in a moment.");
+    showRunError(container, gettext("Not connected yet — try again in a moment."));
     return;
   }
   const command =

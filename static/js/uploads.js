@@ -5,6 +5,7 @@
 // sees the images and every model reads the names. The Files panel (htmx) reloads on
 // "files-changed" after an upload, and with its ↻ button (files the agent wrote).
 
+import { format, gettext } from "./i18n.js";
 const chat = document.getElementById("chat");
 const composer = document.getElementById("composer");
 const chips = document.getElementById("attachments");
@@ -31,7 +32,7 @@ function csrfToken() {
 function sizeText(bytes) {
   if (bytes >= 1024 * 1024) return `${(bytes / (1024 * 1024)).toFixed(1)} MB`;
   if (bytes >= 1024) return `${Math.round(bytes / 1024)} KB`;
-  return `${bytes} bytes`;
+  return format(gettext("%(count)s bytes"), { count: bytes });
 }
 
 function showError(text) {
@@ -55,7 +56,7 @@ function removeButton(el, name) {
   const button = document.createElement("button");
   button.type = "button";
   button.textContent = "×";
-  button.setAttribute("aria-label", `Detach ${name} (it stays in the workspace)`);
+  button.setAttribute("aria-label", format(gettext("Detach %(name)s (it stays in the workspace)"), { name }));
   button.addEventListener("click", () => {
     const at = attached.indexOf(name);
     if (at >= 0) attached.splice(at, 1);
@@ -77,10 +78,10 @@ export async function uploadFile(file, name = file.name) {
   if (!place) return null;
   const limit = Number(place.dataset.maxBytes || 0);
   if (limit && file.size > limit) {
-    showError(`${name} is ${sizeText(file.size)}; the upload limit is ${sizeText(limit)}.`);
+    showError(format(gettext("%(name)s is %(size)s; the upload limit is %(limit)s."), { name, size: sizeText(file.size), limit: sizeText(limit) }));
     return null;
   }
-  const el = chip(`${name} — uploading…`);
+  const el = chip(format(gettext("%(name)s — uploading…"), { name }));
   busy += 1;
   try {
     const url = `${place.dataset.uploadUrl}?name=${encodeURIComponent(name)}`;
@@ -97,12 +98,12 @@ export async function uploadFile(file, name = file.name) {
     try {
       answer = await response.json();
     } catch {
-      answer = { error: `the server answered ${response.status}` };
+      answer = { error: format(gettext("the server answered %(status)s"), { status: response.status }) };
     }
     if (!response.ok) {
       el.remove();
       chips.hidden = chips.childElementCount === 0;
-      showError(`${name}: ${answer.error || `the server answered ${response.status}`}`);
+      showError(`${name}: ${answer.error || format(gettext("the server answered %(status)s"), { status: response.status })}`);
       return null;
     }
     const stored = answer.file;
@@ -117,7 +118,7 @@ export async function uploadFile(file, name = file.name) {
   } catch (error) {
     el.remove();
     chips.hidden = chips.childElementCount === 0;
-    showError(`${name}: the upload failed (${error.message || error}).`);
+    showError(format(gettext("%(name)s: the upload failed (%(error)s)."), { name, error: error.message || error }));
     return null;
   } finally {
     busy -= 1;

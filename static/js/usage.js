@@ -1,6 +1,7 @@
 // The Usage page's charts (Chart.js, vendored in static/vendor/chartjs). The figures come from
 // the page (json_script "usage-data"); every one is also in a table beside its chart. Colours
 // are the theme's custom properties, read again when the theme changes.
+import { format, gettext } from "./i18n.js";
 const data = JSON.parse(document.getElementById("usage-data").textContent);
 const charts = [];
 
@@ -83,7 +84,7 @@ function breakdownChart(canvas, rows, colors) {
     x: axis(colors, { ticks: { callback: priced ? money : compact, maxTicksLimit: 5 }, rest: { beginAtZero: true } }),
     y: axis(colors, { grid: { display: false }, ticks: { callback(value) { const l = this.getLabelForValue(value); return l.length > 18 ? `${l.slice(0, 17)}…` : l; } } }),
   };
-  options.plugins.tooltip = { callbacks: { label: (c) => (priced ? `cost ${money(c.parsed.x)}` : `${c.parsed.x.toLocaleString()} tokens`) } };
+  options.plugins.tooltip = { callbacks: { label: (c) => (priced ? format(gettext("cost %(cost)s"), { cost: money(c.parsed.x) }) : format(gettext("%(count)s tokens"), { count: c.parsed.x.toLocaleString() })) } };
   return new Chart(canvas, {
     type: "bar",
     data: { labels: rows.labels, datasets: [{ label: priced ? "cost" : "tokens", data: priced ? rows.cost : rows.tokens, backgroundColor: colors.accent, borderRadius: 3, maxBarThickness: 26 }] },

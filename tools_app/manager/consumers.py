@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils.translation import gettext as _
+
 from infra.events import toolcall_group
 from infra.websocket import SafeJsonConsumer, db
 from tools_app.events import toolcall_event
@@ -69,7 +71,7 @@ class ToolCallConsumer(SafeJsonConsumer):
         arguments = content.get("arguments")
         # This socket is about one call: a command for another one is refused, not relayed.
         if call_id != self.call_id or (arguments is not None and not isinstance(arguments, dict)):
-            await self.send_error("malformed approval command")
+            await self.send_error(_("malformed approval command"))
             return
         try:
             await db(approval.toolcall_decide)(

@@ -25,21 +25,25 @@ from typing import Any
 
 from django import forms
 from django.forms.utils import ErrorDict
+from django.utils.formats import number_format
+from django.utils.translation import gettext, gettext_noop
+from django.utils.translation import gettext_lazy as _
 from pydantic import BaseModel, SecretStr, ValidationError
 
+from tools_app.i18n import text_localized
 from tools_app.schema import plain_schema
 
 # Suffix of a field name → the unit shown beside its input (and dropped from its label).
 UNIT_SUFFIXES = {
-    "_seconds": "s",
-    "_secs": "s",
-    "_ms": "ms",
-    "_bytes": "bytes",
-    "_kb": "KB",
-    "_mb": "MB",
-    "_gb": "GB",
+    "_seconds": gettext_noop("s"),
+    "_secs": gettext_noop("s"),
+    "_ms": gettext_noop("ms"),
+    "_bytes": gettext_noop("bytes"),
+    "_kb": gettext_noop("KB"),
+    "_mb": gettext_noop("MB"),
+    "_gb": gettext_noop("GB"),
     "_percent": "%",
-    "_chars": "characters",
+    "_chars": gettext_noop("characters"),
 }
 _SCALARS = {"string", "integer", "number", "boolean"}
 # String arguments that usually hold more than one line get a text area.
@@ -69,9 +73,12 @@ class FieldSpec:
         """The allowed range as the help line shows it: 1–60 s, ≥ 0, ≤ 10 MB."""
 
         def num(value: float) -> str:
-            return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
+            # Grouped as the page's language writes numbers (3,600 / 3 600).
+            if float(value).is_integer():
+                return number_format(int(value), force_grouping=True)
+            return number_format(value)
 
-        unit = f" {self.unit}" if self.unit else ""
+        unit = f" {gettext(self.unit)}" if self.unit else ""
         if self.minimum is not None and self.maximum is not None:
             return f"{num(self.minimum)}–{num(self.maximum)}{unit}"
         if self.minimum is not None:
@@ -84,6 +91,11 @@ class FieldSpec:
 def _humanize(name: str) -> str:
     words = name.strip("_").replace("_", " ")
     return words[:1].upper() + words[1:]
+
+
+def field_label(name: str) -> str:
+    """The English label a form shows for a field or argument name (its unit suffix off)."""
+    return _unit_and_label(name, {})[1]
 
 
 def _unit_and_label(name: str, prop: dict[str, Any]) -> tuple[str, str]:
@@ -123,8 +135,8 @@ def field_spec(name: str, prop: dict[str, Any], *, required: bool) -> FieldSpec:
     spec = FieldSpec(
         name=name,
         kind="json",
-        label=label,
-        help=str(inner.get("description") or prop.get("description") or ""),
+        label=text_localized(label),
+        help=text_localized(str(inner.get("description") or prop.get("description") or "")),
         unit=unit,
         required=required,
         nullable=nullable,
@@ -238,7 +250,7 @@ class SchemaForm(forms.Form):
             if self.blank_omits and not spec.required and not spec.has_default:
                 # A checkbox cannot say "not given"; a tri-state select can.
                 return forms.TypedChoiceField(
-                    choices=[("", "— not given —"), ("true", "true"), ("false", "false")],
+                    choices=[("", _("— not given —")), ("true", "true"), ("false", "false")],
                     coerce=lambda v: v == "true",
                     empty_value=None,
                     **common,
@@ -262,7 +274,9 @@ class SchemaForm(forms.Form):
         if spec.kind == "lines":
             widget = forms.Textarea(attrs={"rows": 4, "class": "mono", "spellcheck": "false"})
             if "per line" not in spec.help.lower():
-                common["help_text"] = " ".join(filter(None, [spec.help, "One item per line."]))
+                common["help_text"] = " ".join(
+                    filter(None, [spec.help, gettext("One item per line.")])
+                )
             return forms.CharField(widget=widget, strip=False, **common)
         if spec.kind == "json":
             widget = forms.Textarea(attrs={"rows": 4, "class": "mono", "spellcheck": "false"})
@@ -368,13 +382,13 @@ class SettingsForm(SchemaForm):
             field.help_text = " ".join(filter(None, [str(field.help_text), note]))
             if stored:
                 remove = forms.BooleanField(
-                    label=f"Remove the stored {spec.label.lower()}",
+                    label=_("Remove the stored %(lower)s") % {"lower": spec.label.lower()},
                     required=False,
                     widget=SwitchInput(),
                 )
                 # Right below its input, not at the end of the form.
                 items = list(self.fields.items())
-                at = [n for n, _ in items].index(spec.name) + 1
+                at = [n for n, _field in items].index(spec.name) + 1
                 items.insert(at, (spec.name + self.CLEAR, remove))
                 self.fields = dict(items)
 
@@ -406,7 +420,7 @@ class ToolTestForm(SchemaForm):
     def __init__(self, data: Any = None, *, schema: dict[str, Any], example: dict[str, Any]):
         super().__init__(data, schema=schema, values=example, prefix="arg")
         self.fields[self.RAW] = forms.CharField(
-            label="Raw JSON arguments",
+            label=_("Raw JSON arguments"),
             required=False,
             widget=forms.Textarea(
                 attrs={
@@ -416,7 +430,7 @@ class ToolTestForm(SchemaForm):
                     "placeholder": json.dumps(example, ensure_ascii=False),
                 }
             ),
-            help_text="When filled, these arguments are sent instead of the fields above.",
+            help_text=_("When filled, these arguments are sent instead of the fields above."),
         )
 
     def full_clean(self) -> None:

@@ -15,6 +15,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from tools_app import selectors
+from tools_app.i18n import text_localized
 from tools_app.models import ToolCall, ToolFunctionConfig, ToolGrant, ToolGroupConfig, ToolSource
 from tools_app.registry import BaseTool, GroupSettings, ToolGroup
 from tools_app.services.grants import EVERYONE, group_grants
@@ -258,7 +259,7 @@ def everyone_grants_summary() -> dict[str, list[str]]:
     if everyone is None:
         return {"group": [], "function": [], "source": []}
     given = group_grants(everyone)
-    labels = {g.name: g.label for g in selectors.registered_groups()}
+    labels = {g.name: text_localized(g.label) for g in selectors.registered_groups()}
     given["group"] = [labels.get(n, n) for n in given["group"]]
     return given
 

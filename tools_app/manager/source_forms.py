@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from tools_app.executors.openapi.importer import Preview, openapi_preview
 from tools_app.manager.forms import SwitchInput
@@ -24,61 +25,65 @@ NAME_HELP = "Lower-case letters, digits and dashes; names the tool group (e.g. t
 
 class McpServerForm(RowsMixin, forms.Form):
     name = forms.SlugField(max_length=40, help_text=NAME_HELP)
-    label = forms.CharField(max_length=100, required=False, help_text="Shown in the Tools list.")
+    label = forms.CharField(max_length=100, required=False, help_text=_("Shown in the Tools list."))
     transport = forms.ChoiceField(
         choices=[
-            ("stdio", "stdio — a command run in the sandbox"),
-            ("http", "streamable HTTP — a URL"),
-            ("sse", "SSE (older HTTP servers) — a URL"),
+            ("stdio", _("stdio — a command run in the sandbox")),
+            ("http", _("streamable HTTP — a URL")),
+            ("sse", _("SSE (older HTTP servers) — a URL")),
         ]
     )
     command = forms.CharField(
         required=False,
         widget=forms.TextInput(attrs={"class": "mono", "spellcheck": "false"}),
-        help_text="stdio: the command and its arguments, e.g. mcp-server-time "
-        "--local-timezone UTC (installed with manage.py mcp_servers install PACKAGE).",
+        help_text=_(
+            "stdio: the command and its arguments, e.g. mcp-server-time "
+            "--local-timezone UTC (installed with manage.py mcp_servers install PACKAGE)."
+        ),
     )
     url = forms.URLField(
-        required=False, label="URL", help_text="HTTP/SSE: e.g. https://mcp.example.com/mcp"
+        required=False, label=_("URL"), help_text=_("HTTP/SSE: e.g. https://mcp.example.com/mcp")
     )
     headers = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 3, "class": "mono", **SECRET_WIDGET}),
-        help_text="HTTP/SSE: extra headers, one 'Name: value' per line. Write-only: stored "
-        "encrypted, never shown again.",
+        help_text=_(
+            "HTTP/SSE: extra headers, one 'Name: value' per line. Write-only: stored "
+            "encrypted, never shown again."
+        ),
     )
     bearer = forms.CharField(
         required=False,
-        label="Bearer token",
+        label=_("Bearer token"),
         widget=forms.PasswordInput(render_value=False, attrs=SECRET_WIDGET),
-        help_text="HTTP/SSE: sent as Authorization: Bearer …. Write-only.",
+        help_text=_("HTTP/SSE: sent as Authorization: Bearer …. Write-only."),
     )
     allow_private = forms.BooleanField(
         required=False,
         widget=SwitchInput(),
-        label="The server is on a private or loopback address",
-        help_text="Lifts the SSRF guard for this server's host only.",
+        label=_("The server is on a private or loopback address"),
+        help_text=_("Lifts the SSRF guard for this server's host only."),
     )
     sandbox_backend = forms.ChoiceField(
         choices=[(c, c) for c in ("auto", "docker", "bubblewrap", "none")],
         initial="auto",
-        help_text="stdio: where the server runs (none = directly on the worker, no isolation).",
+        help_text=_("stdio: where the server runs (none = directly on the worker, no isolation)."),
     )
     workspace = forms.ChoiceField(
-        choices=[("shared", "one shared workspace"), ("conversation", "the conversation's")],
-        help_text="stdio: the files the server sees at /workspace.",
+        choices=[("shared", _("one shared workspace")), ("conversation", _("the conversation's"))],
+        help_text=_("stdio: the files the server sees at /workspace."),
     )
     network = forms.BooleanField(
-        required=False, widget=SwitchInput(), help_text="stdio: network for the server (Docker)."
+        required=False, widget=SwitchInput(), help_text=_("stdio: network for the server (Docker).")
     )
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         transport = data.get("transport")
         if transport == "stdio" and not (data.get("command") or "").strip():
-            self.add_error("command", "A stdio server needs a command.")
+            self.add_error("command", _("A stdio server needs a command."))
         if transport in ("http", "sse") and not data.get("url"):
-            self.add_error("url", "An HTTP server needs a URL.")
+            self.add_error("url", _("An HTTP server needs a URL."))
         return data
 
 
@@ -90,16 +95,16 @@ class McpConnectionForm(RowsMixin, forms.Form):
     headers = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 3, "class": "mono", **SECRET_WIDGET}),
-        help_text="Write-only; blank keeps the stored headers.",
+        help_text=_("Write-only; blank keeps the stored headers."),
     )
     bearer = forms.CharField(
         required=False,
-        label="Bearer token",
+        label=_("Bearer token"),
         widget=forms.PasswordInput(render_value=False, attrs=SECRET_WIDGET),
-        help_text="Write-only; blank keeps the stored token.",
+        help_text=_("Write-only; blank keeps the stored token."),
     )
     clear_secrets = forms.BooleanField(
-        required=False, widget=SwitchInput(), label="Remove the stored headers and token"
+        required=False, widget=SwitchInput(), label=_("Remove the stored headers and token")
     )
 
 
@@ -107,23 +112,27 @@ class OpenApiForm(RowsMixin, forms.Form):
     name = forms.SlugField(max_length=40, help_text=NAME_HELP)
     label = forms.CharField(max_length=100, required=False)
     document_url = forms.URLField(
-        required=False, label="Document URL", help_text="e.g. https://api.example.com/openapi.json"
+        required=False,
+        label=_("Document URL"),
+        help_text=_("e.g. https://api.example.com/openapi.json"),
     )
     document = forms.FileField(
-        required=False, label="…or upload the document", help_text="JSON or YAML, up to 5 MB."
+        required=False, label=_("…or upload the document"), help_text=_("JSON or YAML, up to 5 MB.")
     )
     document_private = forms.BooleanField(
         required=False,
         widget=SwitchInput(),
-        label="The document is on a private or loopback address",
-        help_text="Lifts the SSRF guard for the document URL's host only, to fetch it; where "
-        "the API is you decide with the preview. Cloud metadata addresses stay refused.",
+        label=_("The document is on a private or loopback address"),
+        help_text=_(
+            "Lifts the SSRF guard for the document URL's host only, to fetch it; where "
+            "the API is you decide with the preview. Cloud metadata addresses stay refused."
+        ),
     )
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         if not data.get("document_url") and not data.get("document"):
-            self.add_error("document_url", "Give the document's URL or upload it.")
+            self.add_error("document_url", _("Give the document's URL or upload it."))
         return data
 
 
@@ -136,41 +145,44 @@ class OpenApiImportForm(RowsMixin, forms.Form):
     document_url = forms.CharField(required=False, widget=forms.HiddenInput)
     document_text = forms.CharField(widget=forms.HiddenInput, strip=False)
     operations = forms.MultipleChoiceField(
-        choices=[], widget=forms.CheckboxSelectMultiple, label="Operations to import"
+        choices=[], widget=forms.CheckboxSelectMultiple, label=_("Operations to import")
     )
     base_url = forms.URLField(
         required=False,
-        label="Base URL",
-        help_text="Blank: the document's first server.",
+        label=_("Base URL"),
+        help_text=_("Blank: the document's first server."),
     )
     api_private = forms.BooleanField(
         required=False,
         widget=SwitchInput(),
-        label="The API is on a private or loopback address",
-        help_text="Lifts the SSRF guard for the base URL's host only. Cloud metadata "
-        "addresses stay refused.",
+        label=_("The API is on a private or loopback address"),
+        help_text=_(
+            "Lifts the SSRF guard for the base URL's host only. Cloud metadata "
+            "addresses stay refused."
+        ),
     )
     auth_type = forms.ChoiceField(
-        label="Authentication",
+        label=_("Authentication"),
         choices=[
-            ("none", "none"),
-            ("api_key", "API key"),
-            ("bearer", "bearer token"),
-            ("basic", "basic (user + password)"),
+            ("none", _("none")),
+            ("api_key", _("API key")),
+            ("bearer", _("bearer token")),
+            ("basic", _("basic (user + password)")),
         ],
     )
     auth_in = forms.ChoiceField(
-        label="API key goes in", choices=[("header", "a header"), ("query", "a query parameter")]
+        label=_("API key goes in"),
+        choices=[("header", _("a header")), ("query", _("a query parameter"))],
     )
     auth_name = forms.CharField(
-        required=False, label="Header or parameter name", initial="X-API-Key"
+        required=False, label=_("Header or parameter name"), initial="X-API-Key"
     )
-    username = forms.CharField(required=False, help_text="Basic authentication only.")
+    username = forms.CharField(required=False, help_text=_("Basic authentication only."))
     secret = forms.CharField(
         required=False,
-        label="Key, token or password",
+        label=_("Key, token or password"),
         widget=forms.PasswordInput(render_value=False, attrs=SECRET_WIDGET),
-        help_text="Write-only: stored encrypted, never shown again.",
+        help_text=_("Write-only: stored encrypted, never shown again."),
     )
 
     @classmethod

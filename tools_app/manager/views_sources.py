@@ -9,6 +9,7 @@ from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
 from tools_app.executors.openapi.importer import openapi_document_preview, openapi_import
@@ -67,7 +68,8 @@ def mcp_new(request: HttpRequest) -> HttpResponse:
         else:
             _queue_refresh(source)
             messages.success(
-                request, f"MCP server {source.name} registered; discovering its tools…"
+                request,
+                _("MCP server %(name)s registered; discovering its tools…") % {"name": source.name},
             )
             return redirect(_manager_at(source))
     return render(request, "tools/source_mcp.html", {"form": form})
@@ -112,7 +114,11 @@ def _openapi_import(request: HttpRequest) -> HttpResponse:
         except SourceError as exc:
             form.add_error(None, str(exc))
         else:
-            messages.success(request, f"{source.label}: {source.tool_count} operation(s) imported.")
+            messages.success(
+                request,
+                _("%(label)s: %(tool_count)s operation(s) imported.")
+                % {"label": source.label, "tool_count": source.tool_count},
+            )
             return redirect(_manager_at(source))
     return render(request, "tools/source_openapi.html", {"preview": preview, "import_form": form})
 
@@ -134,7 +140,7 @@ def source_refresh(request: HtmxHttpRequest, name: str) -> HttpResponse:
     if request.htmx:
         row = manager_selectors.group_row(source.group_name)
         return render(request, "tools/manager.html#group-body", {"row": row})
-    messages.success(request, f"Refreshing the tools of {source.name}…")
+    messages.success(request, _("Refreshing the tools of %(name)s…") % {"name": source.name})
     return redirect(_manager_at(source))
 
 
@@ -181,7 +187,9 @@ def source_edit(request: HttpRequest, name: str) -> HttpResponse:
             form.add_error(None, str(exc))
         else:
             _queue_refresh(source)
-            messages.success(request, f"{source.name}: connection saved; reconnecting…")
+            messages.success(
+                request, _("%(name)s: connection saved; reconnecting…") % {"name": source.name}
+            )
             return redirect(_manager_at(source))
     context = {"source": source, "form": form, "stdio": stdio, "stored": secret_summary(source)}
     return render(request, "tools/source_edit.html", context)
@@ -192,7 +200,9 @@ def source_edit(request: HttpRequest, name: str) -> HttpResponse:
 def source_remove(request: HttpRequest, name: str) -> HttpResponse:
     source = _source(name)
     source_delete(source, user=request.user)
-    messages.success(request, f"{source.label or source.name} removed with its functions.")
+    messages.success(
+        request, _("%(value)s removed with its functions.") % {"value": source.label or source.name}
+    )
     return redirect("tools:manager")
 
 
@@ -221,10 +231,10 @@ def function_approval(request: HtmxHttpRequest, tool: str) -> HttpResponse:
     except SettingsError as exc:
         if request.htmx:  # the select offers only the modes there are
             raise Http404(str(exc)) from None
-        messages.error(request, f"{tool}: {exc}")
+        messages.error(request, _("%(tool)s: %(error)s") % {"tool": tool, "error": exc})
     else:
         if not request.htmx:  # the rows swapped in say it themselves
-            messages.success(request, f"{tool}: approval saved.")
+            messages.success(request, _("%(tool)s: approval saved.") % {"tool": tool})
     if request.htmx:
         row = manager_selectors.group_row(found.tool_group)
         return render(request, "tools/manager.html#group-body", {"row": row})
@@ -253,10 +263,12 @@ def function_limits(request: HttpRequest, tool: str) -> HttpResponse:
     try:
         timeout, per_minute = number("timeout_seconds"), number("calls_per_minute")
     except ValueError as exc:
-        messages.error(request, f"{exc}: a whole number from 1 to 86400, or blank")
+        messages.error(
+            request, _("%(error)s: a whole number from 1 to 86400, or blank") % {"error": exc}
+        )
     else:
         function_limits_set(
             user=request.user, tool=tool, timeout_seconds=timeout, calls_per_minute=per_minute
         )
-        messages.success(request, f"{tool}: limits saved.")
+        messages.success(request, _("%(tool)s: limits saved.") % {"tool": tool})
     return redirect("tools:function_test", tool=tool)

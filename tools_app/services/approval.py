@@ -24,6 +24,7 @@ from django.contrib.auth.models import Group
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from pydantic import ValidationError
 
 from tools_app import selectors
@@ -47,7 +48,7 @@ class ApprovalError(ToolError):
 def _revalidate(call: ToolCall, arguments: dict[str, Any]) -> dict[str, Any]:
     tool = selectors.tool_named(call.tool)
     if tool is None:
-        raise ApprovalError(f"tool {call.tool!r} no longer exists")
+        raise ApprovalError(_("tool %(tool)s no longer exists") % {"tool": f"{call.tool!r}"})
     try:
         validated = tool.model_validate(arguments)
     except ValidationError as exc:
@@ -61,7 +62,7 @@ def _revalidate(call: ToolCall, arguments: dict[str, Any]) -> dict[str, Any]:
     try:
         validated.check_policy(selectors.group_settings(call.group), ctx)
     except PolicyDenied as exc:
-        raise ApprovalError(f"policy: {exc.reason}") from None
+        raise ApprovalError(_("policy: %(reason)s") % {"reason": exc.reason}) from None
     return validated.model_dump(mode="json", exclude_unset=True, by_alias=True)
 
 
@@ -70,7 +71,7 @@ def toolcall_approve(
 ) -> ToolCall:
     """Approve a waiting call, optionally with edited arguments (validated and checked again)."""
     if call.status != ToolCall.Status.AWAITING_APPROVAL:
-        raise ApprovalError("this call is no longer awaiting approval")
+        raise ApprovalError(_("this call is no longer awaiting approval"))
     before = call.arguments
     new_arguments = before if arguments is None else _revalidate(call, arguments)
     # One transaction: nobody sees the call queued before a receiver had its say (a worker
@@ -87,7 +88,7 @@ def toolcall_approve(
             version=F("version") + 1,
         )
         if not moved:
-            raise ApprovalError("this call was decided or cancelled meanwhile")
+            raise ApprovalError(_("this call was decided or cancelled meanwhile"))
         call.refresh_from_db()
         held = _held(call)
         decision = "approved" if new_arguments == before else "approved with edited arguments"
@@ -150,7 +151,7 @@ def _deny(call: ToolCall, *, user: Any, error: str, note: str, decision: str) ->
         duration_ms=0,
         only_if=ToolCall.Status.AWAITING_APPROVAL,
     ):
-        raise ApprovalError("this call is no longer awaiting approval")
+        raise ApprovalError(_("this call is no longer awaiting approval"))
     ToolCall.objects.filter(pk=call.pk).update(policy_verdict="denied", policy_reason=error)
     audit_approval(call=call, user=user, decision=decision, note=note)
     notify(approval_decided, call=call, decision=decision)
@@ -202,7 +203,7 @@ def toolcall_for_decision(*, user: Any, call_id: int) -> ToolCall:
     log (a call that does not exist is not)."""
     call = ToolCall.objects.select_related("conversation").filter(pk=call_id).first()
     if call is None:
-        raise ApprovalError("no such tool call")
+        raise ApprovalError(_("no such tool call"))
     refusal = approval_refusal(user=user, call=call)
     if refusal is not None:
         audit_approval(
@@ -228,7 +229,7 @@ def toolcall_decide(
     deny."""
     call = toolcall_for_decision(user=user, call_id=call_id)
     if conversation_id is not None and call.conversation_id != conversation_id:
-        raise ApprovalError("no such tool call")
+        raise ApprovalError(_("no such tool call"))
     if approve:
         return toolcall_approve(call=call, user=user, arguments=arguments, note=note)
     return toolcall_deny(call=call, user=user, note=note)

@@ -11,8 +11,11 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.mail import EmailMessage, get_connection
 from django.db.models import Q
+from django.utils import translation
+from django.utils.translation import gettext
 
 from tools_app.events import approvals_publish
+from tools_app.i18n import person_language
 from tools_app.models import ToolCall
 from tools_app.signals import approval_requested, notify
 
@@ -55,17 +58,31 @@ def approvers_of(call: ToolCall) -> list[Any]:
 
 
 def approval_emails(call: ToolCall) -> list[EmailMessage]:
-    requester = call.user.get_username() if call.user else "someone"
-    link = f"{settings.APP_URL}/approvals/"
-    subject = f"Approval needed: {call.tool} for {requester}"
-    body = (
-        f"{requester} asked to run {call.tool} ({call.group}); it waits for an approver "
-        f"({call.approvers_label}).\n\nDecide it here: {link}\n\n"
-        f"Unless someone decides, it is denied after {settings.APPROVAL_TIMEOUT_MINUTES} min.\n"
-    )
-    return [
-        EmailMessage(subject, body, None, [user.email]) for user in approvers_of(call) if user.email
-    ]
+    """One email per approver, each in that person's own language."""
+    return [_approval_email(call, user) for user in approvers_of(call) if user.email]
+
+
+def _approval_email(call: ToolCall, user: Any) -> EmailMessage:
+    with translation.override(person_language(user)):
+        requester = call.user.get_username() if call.user else gettext("someone")
+        words = {
+            "requester": requester,
+            "tool": call.tool,
+            "group": call.group,
+            "approvers": call.approvers_label,
+            "link": f"{settings.APP_URL}/approvals/",
+            "minutes": settings.APPROVAL_TIMEOUT_MINUTES,
+        }
+        subject = gettext("Approval needed: %(tool)s for %(requester)s") % words
+        body = (
+            gettext(
+                "%(requester)s asked to run %(tool)s (%(group)s); it waits for an approver "
+                "(%(approvers)s).\n\nDecide it here: %(link)s\n\n"
+                "Unless someone decides, it is denied after %(minutes)s min.\n"
+            )
+            % words
+        )
+    return EmailMessage(subject, body, None, [user.email])
 
 
 def _send(call_id: int, messages: list[EmailMessage]) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 from django.contrib.auth.models import Group
 from django.db import transaction
 from django.db.models import Q, QuerySet
+from django.utils.translation import gettext as _
 
 from tools_app import selectors
 from tools_app.models import ToolConfigVersion, ToolGrant, ToolSource
@@ -215,14 +216,14 @@ def check_grant_names(
     known_groups = {g.name for g in selectors.registered_groups()}
     for name in groups:
         if name not in known_groups:
-            raise GrantError(f"no tool group named {name!r}")
+            raise GrantError(_("no tool group named %(name)s") % {"name": f"{name!r}"})
     for name in functions:
         if name not in registered:
-            raise GrantError(f"no tool named {name!r}")
+            raise GrantError(_("no tool named %(name)s") % {"name": f"{name!r}"})
     known_sources = set(ToolSource.objects.values_list("name", flat=True))
     for name in sources:
         if name not in known_sources:
-            raise GrantError(f"no imported source named {name!r}")
+            raise GrantError(_("no imported source named %(name)s") % {"name": f"{name!r}"})
 
 
 @transaction.atomic

@@ -13,6 +13,7 @@ from typing import Any
 
 from django.contrib.auth.models import Group
 from django.db import transaction
+from django.utils.translation import gettext as _
 from pydantic import SecretStr
 
 from tools_app import selectors
@@ -32,14 +33,14 @@ class SettingsError(ValueError):
 def _group(name: str) -> ToolGroup:
     found = selectors.group_named(name)
     if found is None:
-        raise SettingsError(f"unknown tool group {name!r}")
+        raise SettingsError(_("unknown tool group %(name)s") % {"name": f"{name!r}"})
     return found
 
 
 def _tool(name: str) -> type[BaseTool]:
     found = selectors.tool_named(name)
     if found is None:
-        raise SettingsError(f"unknown tool {name!r}")
+        raise SettingsError(_("unknown tool %(name)s") % {"name": f"{name!r}"})
     return found
 
 
@@ -120,9 +121,9 @@ def function_switch_set(*, user: Any, tool: str, switch: str, value: bool) -> To
     """Set one per-function switch (enabled, ask why)."""
     found = _tool(tool)
     if switch not in FUNCTION_SWITCHES:
-        raise SettingsError(f"unknown switch {switch!r}")
+        raise SettingsError(_("unknown switch %(switch)s") % {"switch": f"{switch!r}"})
     with transaction.atomic():
-        config, _ = ToolFunctionConfig.objects.select_for_update().get_or_create(name=tool)
+        config, _created = ToolFunctionConfig.objects.select_for_update().get_or_create(name=tool)
         current = bool(getattr(config, switch))
         if current != value:
             setattr(config, switch, value)
@@ -145,16 +146,16 @@ def function_approval_set(
     keeps the groups as they are."""
     found = _tool(tool)
     if mode not in APPROVAL_MODES:
-        raise SettingsError(f"unknown approval mode {mode!r}")
+        raise SettingsError(_("unknown approval mode %(mode)s") % {"mode": f"{mode!r}"})
     with transaction.atomic():
-        config, _ = ToolFunctionConfig.objects.select_for_update().get_or_create(name=tool)
+        config, _created = ToolFunctionConfig.objects.select_for_update().get_or_create(name=tool)
         before_groups = sorted(config.approver_groups.values_list("name", flat=True))
         before = {"approval_mode": config.approval_mode, "approvers": before_groups}
         if approver_group_ids is not None:
             ids = set(approver_group_ids)
             groups = list(Group.objects.filter(pk__in=ids))
             if len(groups) != len(ids):
-                raise SettingsError("unknown approver group")
+                raise SettingsError(_("unknown approver group"))
             config.approver_groups.set(groups)
         after_groups = sorted(config.approver_groups.values_list("name", flat=True))
         after = {"approval_mode": mode, "approvers": after_groups}
@@ -174,7 +175,7 @@ def function_limits_set(
     """A function's own timeout and calls-per-minute (None: the group's setting applies)."""
     found = _tool(tool)
     with transaction.atomic():
-        config, _ = ToolFunctionConfig.objects.select_for_update().get_or_create(name=tool)
+        config, _created = ToolFunctionConfig.objects.select_for_update().get_or_create(name=tool)
         before = {
             "timeout_seconds": config.timeout_seconds,
             "calls_per_minute": config.calls_per_minute,

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from tools_app import selectors
 from tools_app.imported import assign_names
@@ -36,14 +37,18 @@ def check_source_name(name: str, *, kind: str) -> str:
     name = name.strip().lower()
     if not NAME_RE.match(name):
         raise SourceError(
-            "the name must be 1-40 characters: lower-case letters, digits and dashes, "
-            "starting with a letter or digit"
+            _(
+                "the name must be 1-40 characters: lower-case letters, digits and dashes, "
+                "starting with a letter or digit"
+            )
         )
     if ToolSource.objects.filter(name=name).exists():
-        raise SourceError(f"a tool source named {name!r} already exists")
+        raise SourceError(_("a tool source named %(name)s already exists") % {"name": f"{name!r}"})
     group = f"{kind}_{name}".replace("-", "_")
     if group in GROUPS and not ToolSource.objects.filter(name=name).exists():
-        raise SourceError(f"the name {name!r} is taken by a built-in tool group")
+        raise SourceError(
+            _("the name %(name)s is taken by a built-in tool group") % {"name": f"{name!r}"}
+        )
     return name
 
 

@@ -7,6 +7,8 @@ from typing import Any
 from django import template
 from django.utils.http import urlencode
 
+from tools_app.i18n import text_localized
+
 register = template.Library()
 
 
@@ -21,3 +23,10 @@ def query_with(query: dict[str, Any], **changes: Any) -> str:
     """The current filters as a query string, with some keys changed (pages, exports)."""
     merged = {**query, **changes}
     return urlencode({k: v for k, v in merged.items() if v not in ("", None)})
+
+
+@register.filter
+def localized(value: str) -> str:
+    """A tool's description, a group's label or description in the page's language, where the
+    catalog has it (tools_app.i18n); imported tools' own words otherwise."""
+    return text_localized(str(value or ""))

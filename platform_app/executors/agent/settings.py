@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils.translation import gettext as _
 from pydantic import Field
 
 from tools_app.registry import GroupSettings, ToolGroup, register_group
@@ -46,7 +47,7 @@ def agent_status(settings: Any) -> tuple[str, str, str]:
 GROUP = register_group(
     ToolGroup(
         name="agent",
-        label="Agent",
+        label=_("Agent"),
         description="System tools of schema-guided agents: reasoning, plan, clarification "
         "(pauses the turn), final answer (ends it) and report (a Markdown file per "
         "conversation). Offered to agent profiles of kind sgr / sgr_tool_calling, or when "

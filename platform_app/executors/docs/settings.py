@@ -5,6 +5,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings as django_settings
+from django.utils.translation import gettext as _
 from pydantic import Field, field_validator
 
 from tools_app.registry import GroupSettings, ToolGroup, register_group
@@ -81,7 +82,7 @@ def docs_status(settings: Any) -> tuple[str, str, str]:
 GROUP = register_group(
     ToolGroup(
         name="docs",
-        label="Docs",
+        label=_("Docs"),
         description="Read and search documentation: this project's docs/ and folders an "
         "admin adds.",
         settings_model=DocsSettings,

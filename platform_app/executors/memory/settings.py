@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from django.utils.translation import gettext as _
 from pydantic import Field
 
 from tools_app.registry import GroupSettings, ToolGroup, register_group
@@ -75,7 +76,7 @@ def memory_status(settings: Any) -> tuple[str, str, str]:
 GROUP = register_group(
     ToolGroup(
         name="memory",
-        label="Memory",
+        label=_("Memory"),
         description="Per-user memory: archival facts found by hybrid (full-text + vector) "
         "search, and a small core memory always in the system prompt.",
         settings_model=MemorySettings,

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import re
 
+from django.utils.translation import gettext as _
 from pydantic import Field, field_validator
 
 from tools_app.registry import GroupSettings, ToolGroup, register_group
@@ -57,7 +58,7 @@ class MessagingSettings(GroupSettings):
 GROUP = register_group(
     ToolGroup(
         name="messaging",
-        label="Messaging",
+        label=_("Messaging"),
         description="send_message: into another conversation of the same user, or to webhook "
         "targets an admin names (behind the SSRF guard).",
         settings_model=MessagingSettings,

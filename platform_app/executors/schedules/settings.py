@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from django.utils.translation import gettext as _
 from pydantic import Field, field_validator
 
 from tools_app.registry import GroupSettings, ToolGroup, register_group
@@ -78,7 +79,7 @@ def schedules_status(settings: object) -> tuple[str, str, str]:
 GROUP = register_group(
     ToolGroup(
         name="schedules",
-        label="Schedules",
+        label=_("Schedules"),
         description="Cron schedules: at each due time a message runs as an agent turn of its "
         "owner, in a conversation of theirs or a new one.",
         settings_model=SchedulesSettings,

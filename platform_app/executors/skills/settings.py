@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings as django_settings
+from django.utils.translation import gettext as _
 from pydantic import Field
 
 from tools_app.registry import GroupSettings, ToolGroup, register_group
@@ -61,7 +62,7 @@ def skills_listing(settings: Any) -> list[dict[str, str]]:
 GROUP = register_group(
     ToolGroup(
         name="skills",
-        label="Skills",
+        label=_("Skills"),
         description="Task instructions (SKILL.md) from the data directory and the conversation "
         "workspace; names in the prompt, full text on demand.",
         settings_model=SkillsSettings,

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django.utils.translation import gettext as _
 from pydantic import Field, field_validator
 
 from tools_app.registry import GroupSettings, ToolGroup, register_group
@@ -44,7 +45,7 @@ class SubagentsSettings(GroupSettings):
 GROUP = register_group(
     ToolGroup(
         name="subagents",
-        label="Subagents",
+        label=_("Subagents"),
         description="subagent_spawn: a helper runs a task as its own turn in a child "
         "conversation and posts its answer back when it is done.",
         settings_model=SubagentsSettings,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.translation import gettext as _
 from pydantic import Field, field_validator
 
 from tools_app.executors.browser.chromium import resolve_executable
@@ -57,7 +58,7 @@ def _chromium_status() -> tuple[str, str, str]:
 GROUP = register_group(
     ToolGroup(
         name="browser",
-        label="Browser",
+        label=_("Browser"),
         description="A real Chromium per conversation: open pages, click, type, read and take "
         "screenshots. Every request is checked against the allowed domains and the SSRF guard.",
         settings_model=BrowserSettings,

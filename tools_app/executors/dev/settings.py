@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django.utils.translation import gettext as _
 from pydantic import Field
 
 from tools_app.executors.sandboxing import SandboxedSettings
@@ -21,7 +22,7 @@ class DevSettings(SandboxedSettings):
 GROUP = register_group(
     ToolGroup(
         name="dev",
-        label="Dev",
+        label=_("Dev"),
         description="A coding agent's toolset: run tests, git, code search, read/write files. "
         "run_tests obeys the Shell allow/block lists; the file tools obey the File settings.",
         settings_model=DevSettings,

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from django.utils.translation import gettext as _
 from pydantic import Field, field_validator
 
 from tools_app.errors import ToolError
@@ -69,7 +70,7 @@ def _engine_status(settings: DockerSettings) -> tuple[str, str, str]:
 GROUP = register_group(
     ToolGroup(
         name="docker",
-        label="Docker",
+        label=_("Docker"),
         description="List, inspect and read logs of containers on a Docker engine; exec, start, "
         "stop and restart only when an admin allows them.",
         settings_model=DockerSettings,

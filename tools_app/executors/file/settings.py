@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django.utils.translation import gettext as _
 from pydantic import Field, field_validator
 
 from tools_app.executors.file.paths import normalise_allowed
@@ -56,7 +57,7 @@ class FileSettings(SandboxedSettings):
 GROUP = register_group(
     ToolGroup(
         name="file",
-        label="File",
+        label=_("File"),
         description="Read, write, delete and list files in the conversation's workspace.",
         settings_model=FileSettings,
         order=20,

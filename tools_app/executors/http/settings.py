@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django.utils.translation import gettext as _
 from pydantic import Field, field_validator
 
 from tools_app.registry import GroupSettings, ToolGroup, register_group
@@ -32,7 +33,7 @@ class HttpSettings(GroupSettings):
 GROUP = register_group(
     ToolGroup(
         name="http",
-        label="HTTP",
+        label=_("HTTP"),
         description="HTTP requests to allowed hosts, behind an SSRF guard (no private, loopback "
         "or metadata addresses unless an admin allows them).",
         settings_model=HttpSettings,

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from tools_app.executors.mcp.launch import ServerSpec, servers_venv
 from tools_app.executors.mcp.runtime import McpRuntime, describe, runtime
@@ -153,9 +154,9 @@ def mcp_list_changed(name: str) -> None:
 def parse_command(command: str | list[str]) -> list[str]:
     argv = shlex.split(command) if isinstance(command, str) else list(command)
     if not argv or not argv[0].strip():
-        raise SourceError("a stdio server needs a command, e.g. mcp-server-time")
+        raise SourceError(_("a stdio server needs a command, e.g. mcp-server-time"))
     if any("\0" in a for a in argv):
-        raise SourceError("the command must not contain NUL bytes")
+        raise SourceError(_("the command must not contain NUL bytes"))
     return argv
 
 
@@ -166,12 +167,15 @@ def parse_headers(lines: list[str]) -> dict[str, str]:
         if not line:
             continue
         sep = "=" if "=" in line and (":" not in line or line.index("=") < line.index(":")) else ":"
-        key, _, value = line.partition(sep)
+        key, _sep, value = line.partition(sep)
         key, value = key.strip(), value.strip()
         if not key or not all(c.isalnum() or c in "-_" for c in key):
-            raise SourceError(f"not a header name: {key!r} (write Name=value or Name: value)")
+            raise SourceError(
+                _("not a header name: %(key)s (write Name=value or Name: value)")
+                % {"key": f"{key!r}"}
+            )
         if "\r" in value or "\n" in value:
-            raise SourceError(f"header {key} must be one line")
+            raise SourceError(_("header %(key)s must be one line") % {"key": key})
         headers[key] = value
     return headers
 
@@ -191,19 +195,19 @@ def mcp_server_add(
 ) -> ToolSource:
     """Register a server (its tools are discovered by ``mcp_refresh``)."""
     if bool(command) == bool(url):
-        raise SourceError("give either a command (stdio server) or a URL (HTTP server)")
+        raise SourceError(_("give either a command (stdio server) or a URL (HTTP server)"))
     transport = transport or ("stdio" if command else "http")
     if transport not in TRANSPORTS:
-        raise SourceError(f"transport must be one of {', '.join(TRANSPORTS)}")
+        raise SourceError(_("transport must be one of %(join)s") % {"join": ", ".join(TRANSPORTS)})
     values: dict[str, Any] = dict(settings or {})
     config: dict[str, Any] = {"transport": transport}
     if command:
         config["command"] = parse_command(command)
         if headers or bearer:
-            raise SourceError("headers and tokens are for HTTP servers")
+            raise SourceError(_("headers and tokens are for HTTP servers"))
     else:
         if not url.startswith(("http://", "https://")):
-            raise SourceError("the URL must start with http:// or https://")
+            raise SourceError(_("the URL must start with http:// or https://"))
         config["url"] = url
         host = host_of(url)
         values.setdefault("allowed_hosts", [host])
@@ -219,7 +223,7 @@ def mcp_server_add(
                 private_allowed=values.get("private_allowed") or [],
             )
         except PolicyDenied as exc:
-            raise SourceError(f"{exc.reason}") from None
+            raise SourceError(_("%(reason)s") % {"reason": exc.reason}) from None
         except NetworkError as exc:
             raise SourceError(exc.message) from None
     validated = McpSettings.model_validate(values).model_dump(mode="json")
@@ -256,7 +260,9 @@ def mcp_install(packages: list[str], *, venv: Path | None = None) -> str:
         text=True,
     )
     if done.returncode != 0:
-        raise SourceError(f"pip install failed: {done.stderr.strip()[-2000:]}")
+        raise SourceError(
+            _("pip install failed: %(strip)s") % {"strip": done.stderr.strip()[-2000:]}
+        )
     return done.stdout
 
 

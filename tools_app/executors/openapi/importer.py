@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from django.utils.translation import gettext as _
+
 from tools_app.errors import ToolError
 from tools_app.executors.openapi.settings import OpenApiSettings
 from tools_app.executors.openapi.spec import (
@@ -48,11 +50,16 @@ def openapi_fetch(url: str, *, document_private: bool = False) -> str:
             private_allowed=[host] if document_private and host else [],
         )
     except ToolError as exc:
-        raise SourceError(f"cannot fetch the document: {exc.message}") from None
+        raise SourceError(
+            _("cannot fetch the document: %(message)s") % {"message": exc.message}
+        ) from None
     if result.status >= 400:
-        raise SourceError(f"cannot fetch the document: {url} answered {result.status}")
+        raise SourceError(
+            _("cannot fetch the document: %(url)s answered %(status)s")
+            % {"url": url, "status": result.status}
+        )
     if result.text is None or result.truncated:
-        raise SourceError("the document is not text or is larger than 5 MB")
+        raise SourceError(_("the document is not text or is larger than 5 MB"))
     return result.text
 
 
@@ -64,7 +71,7 @@ def openapi_document_preview(
     if upload:
         text = upload.read(MAX_DOCUMENT_BYTES + 1).decode("utf-8", errors="replace")
         if len(text) > MAX_DOCUMENT_BYTES:
-            raise SourceError("the document is larger than 5 MB")
+            raise SourceError(_("the document is larger than 5 MB"))
     else:
         text = openapi_fetch(document_url, document_private=document_private)
     return openapi_preview(text, document_url=document_url)
@@ -109,7 +116,8 @@ def openapi_import(
         unknown = [s for s in selected if s not in known]
         if unknown:
             raise SourceError(
-                f"no such operation: {', '.join(unknown)} (known: {', '.join(known)})"
+                _("no such operation: %(join)s (known: %(join2)s)")
+                % {"join": ", ".join(unknown), "join2": ", ".join(known)}
             )
     chosen = [
         op
@@ -120,16 +128,16 @@ def openapi_import(
     if bad:
         raise SourceError("; ".join(f"{op.name}: {op.skipped}" for op in bad))
     if not chosen:
-        raise SourceError("no operation selected")
+        raise SourceError(_("no operation selected"))
     auth = dict(auth or {"type": "none"})
     if auth.get("type", "none") not in AUTH_TYPES:
-        raise SourceError(f"auth type must be one of {', '.join(AUTH_TYPES)}")
+        raise SourceError(_("auth type must be one of %(join)s") % {"join": ", ".join(AUTH_TYPES)})
     if auth.get("type") == "api_key" and not str(auth.get("name") or "").strip():
-        raise SourceError("an API key needs the header or query parameter name it goes in")
+        raise SourceError(_("an API key needs the header or query parameter name it goes in"))
     url = (base or preview.base_url).rstrip("/")
     if not url.startswith(("http://", "https://")):
         raise SourceError(
-            "the document names no absolute server URL; give the base URL (e.g. https://api…)"
+            _("the document names no absolute server URL; give the base URL (e.g. https://api…)")
         )
     host = host_of(url)
     settings = OpenApiSettings(

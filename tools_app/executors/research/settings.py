@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from django.utils.translation import gettext as _
 from pydantic import Field, SecretStr, field_validator
 
 from tools_app.registry import GroupSettings, ToolGroup, register_group
@@ -85,7 +86,7 @@ def research_status(settings: Any) -> tuple[str, str, str]:
 GROUP = register_group(
     ToolGroup(
         name="research",
-        label="Research",
+        label=_("Research"),
         description="Web search through an admin-configured backend (SearXNG or "
         "Tavily-compatible) and page reading as clean text, behind the SSRF guard.",
         settings_model=ResearchSettings,

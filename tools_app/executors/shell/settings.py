@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django.utils.translation import gettext as _
 from pydantic import Field, field_validator
 
 from tools_app.executors.sandboxing import SandboxedSettings
@@ -37,7 +38,7 @@ class ShellSettings(SandboxedSettings):
 GROUP = register_group(
     ToolGroup(
         name="shell",
-        label="Shell",
+        label=_("Shell"),
         description="Run command lines in the conversation's sandboxed workspace.",
         settings_model=ShellSettings,
         order=10,

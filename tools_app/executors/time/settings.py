@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
+from django.utils.translation import gettext as _
 from pydantic import Field, field_validator
 
 from tools_app.registry import GroupSettings, ToolGroup, register_group
@@ -34,7 +35,7 @@ class TimeSettings(GroupSettings):
 GROUP = register_group(
     ToolGroup(
         name="time",
-        label="Time",
+        label=_("Time"),
         description="Current date and time in any IANA timezone.",
         settings_model=TimeSettings,
         order=90,
