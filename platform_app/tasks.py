@@ -12,3 +12,12 @@ def schedules_tick() -> None:
 
     schedules_fire_due()
     beat_ticked()
+
+
+@shared_task(name="platform_app.tasks.memory_backfill", ignore_result=True)
+def memory_backfill() -> None:
+    """Embed memory the configured embedder has no vectors for, a batch at a time, queueing
+    itself again while some is left (``memory_backfill_kick`` starts it)."""
+    from platform_app.memory.backfill import backfill_batch
+
+    backfill_batch()

@@ -175,7 +175,14 @@ def get_model() -> MiniLM:
     global _model
     with _lock:
         if _model is None:
-            _model = MiniLM(model_dir())
+            path = model_dir()
+            try:
+                _model = MiniLM(path)
+            except Exception as exc:  # damaged files: say so, and search goes on by full text
+                raise ModelMissing(
+                    f"the local embedding model in {path} cannot be loaded: "
+                    f"{type(exc).__name__}: {exc}"
+                ) from exc
             # One BLAS thread: a query is a few small matrix products, which OpenBLAS's
             # threads slow down (5-10x on a busy 2-core machine, measured), and a worker
             # already runs calls in parallel. Process-wide; nothing else here uses BLAS.

@@ -15,7 +15,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from platform_app.memory import fulltext, vectors
@@ -194,6 +195,47 @@ def memory_chunk_embed(chunk: MemoryChunk, *, settings: object) -> bool:
         embedder=embedder.id, embedding=vectors.to_bytes(vector), updated_at=timezone.now()
     )
     return True
+
+
+def chunks_to_embed(embedder_id: str) -> QuerySet[MemoryChunk]:
+    """Chunks without a vector of this embedder: saved while no embedder worked, under another
+    one, or before hybrid search was the default."""
+    return MemoryChunk.objects.filter(~Q(embedder=embedder_id) | Q(embedding=None))
+
+
+def chunks_embed(chunks: list[MemoryChunk], embedder: Embedder) -> int:
+    """Embed ``chunks`` and store their vectors (ToolError when the embedder fails). A chunk
+    edited meanwhile keeps its newer state: each row is written only if unchanged."""
+    if not chunks:
+        return 0
+    matrix = embedder.embed([c.content for c in chunks])
+    now = timezone.now()
+    done = 0
+    for chunk, vector in zip(chunks, matrix, strict=True):
+        # updated_at moves with the vector: it is what tells worker caches to reload.
+        done += MemoryChunk.objects.filter(pk=chunk.pk, updated_at=chunk.updated_at).update(
+            embedder=embedder.id, embedding=vectors.to_bytes(vector), updated_at=now
+        )
+    return done
+
+
+def memory_backfill(*, settings: object, batch: int = 64) -> int:
+    """Embed one batch of the chunks the configured embedder has no vector for (the upgrade
+    to hybrid search, or memory saved while the model could not load); the number embedded.
+    0 when there is nothing to do or no embedder; ToolError when the embedder fails.
+
+    PostgreSQL: the batch is locked (``SKIP LOCKED``) while it is embedded, so workers
+    running this at the same time take different chunks. SQLite (embedded mode, one process)
+    takes no lock: a write transaction would hold every other writer back meanwhile."""
+    embedder = embedder_for(settings)
+    if embedder is None:
+        return 0
+    pending = chunks_to_embed(embedder.id).order_by("id")
+    if connection.vendor != "postgresql":
+        return chunks_embed(list(pending[:batch]), embedder)
+    with transaction.atomic():
+        chunks = list(pending.select_for_update(skip_locked=True)[:batch])
+        return chunks_embed(chunks, embedder)
 
 
 # --- core memory --------------------------------------------------------------------------

@@ -35,13 +35,27 @@ def reasoning(args: Reasoning, ctx: ActivityContext[AgentToolSettings]) -> dict[
 @activity("generate_plan")
 def generate_plan(args: GeneratePlan, ctx: ActivityContext[AgentToolSettings]) -> dict[str, Any]:
     plan = plan_apply(call_id=ctx.call_id, tool="generate_plan", args=args.model_dump())
-    return {"plan": plan, **_budget(ctx)}
+    # The seed's result: the plan without the reasoning (the card and the trace keep that).
+    return {
+        "research_goal": args.research_goal,
+        "planned_steps": args.planned_steps,
+        "search_strategies": args.search_strategies,
+        "plan": plan,
+        **_budget(ctx),
+    }
 
 
 @activity("adapt_plan")
 def adapt_plan(args: AdaptPlan, ctx: ActivityContext[AgentToolSettings]) -> dict[str, Any]:
     plan = plan_apply(call_id=ctx.call_id, tool="adapt_plan", args=args.model_dump())
-    return {"plan": plan, "changes": args.changes, **_budget(ctx)}
+    return {
+        "original_goal": args.original_goal,
+        "new_goal": args.new_goal,
+        "plan_changes": args.plan_changes,
+        "next_steps": args.next_steps,
+        "plan": plan,
+        **_budget(ctx),
+    }
 
 
 @activity("clarification")

@@ -67,7 +67,7 @@ def file_write(args: Any, ctx: ActivityContext[FileSettings]) -> dict[str, Any]:
     out = run_file_op(
         ctx, "write", path=args.path, content=args.content, mode=getattr(args, "mode", "overwrite")
     )
-    ctx.emit_output(f"wrote {out['bytes_written']} bytes to {out['path']}\n")
+    ctx.emit_output(f"wrote {out['size_bytes']} bytes to {out['path']}\n")
     return out
 
 

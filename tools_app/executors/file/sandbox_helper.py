@@ -199,8 +199,9 @@ def op_write(req, prefixes):
     finally:
         os.close(dir_fd)
     return {
+        "status": "written",
         "path": "/".join(parts),
-        "bytes_written": len(content),
+        "size_bytes": len(content),
         "size": size,
         "mode": req.get("mode") or "overwrite",
     }
