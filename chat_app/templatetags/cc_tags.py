@@ -75,3 +75,11 @@ def result_parts(call: Any) -> list[dict[str, str]]:
         else:
             small[key] = value
     return [{"key": "", "text": pretty_json(small)}, *blocks]
+
+
+@register.filter
+def web_url(value: Any) -> str:
+    """``value`` when it is an http(s) URL, else "": links built from what tools returned
+    (a search backend's results) must never be ``javascript:`` or ``data:``."""
+    text = str(value or "").strip()
+    return text if text.lower().startswith(("http://", "https://")) else ""

@@ -96,6 +96,7 @@ def toolcall_execute(*, tool_call_id: int) -> None:
         conversation_id=call.conversation_id,
         user_id=call.user_id,
         scope=call.scope,
+        turn_id=call.turn_id,
     )
     from tools_app.runtime import workspace_id_for
 
