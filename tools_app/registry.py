@@ -57,6 +57,9 @@ class ToolGroup:
     listing: Callable[[Any], list[dict[str, str]]] | None = field(
         default=None, compare=False, hash=False
     )
+    # For the Tools Manager's overview: the settings fields that say most about what the
+    # group may do (shown with the group; the timeout when none are named).
+    limits: tuple[str, ...] = field(default=(), compare=False, hash=False)
 
 
 GROUPS: dict[str, ToolGroup] = {}

@@ -111,3 +111,31 @@ def test_the_page_lists_groups_functions_and_their_switches(staff_client):
     assert '<select id="approval-current_time" name="approval_mode"' in html
     assert 'role="switch"' in html
     assert "never tested" in html
+
+
+def test_the_overview_shows_each_groups_key_limits(staff_client):
+    # Seed 003's Tools Manager: "Browser Tool — Timeout: 30s, Max screenshots: 10, Allowed
+    # domains: *.github.com, ..." on the overview, without opening each group.
+    ToolGroupConfig.objects.update_or_create(
+        name="browser",
+        defaults={
+            "settings": {
+                "timeout_seconds": 45,
+                "allowed_domains": ["*.github.com", "docs.python.org", "a.example", "b.example"],
+            }
+        },
+    )
+    html = staff_client.get("/tools/").content.decode()
+    browser = html[html.index('id="group-browser"') :]
+    browser = browser[: browser.index("</tbody>")]
+    limits = browser[browser.index('class="key-limits"') :]
+    assert '<span class="limit-label">Timeout:</span> 45 s' in limits
+    assert (
+        '<span class="limit-label">Allowed domains:</span> '
+        "*.github.com, docs.python.org, a.example (+1 more)"
+    ) in limits
+    assert '<span class="limit-label">Max screenshots per conversation:</span> 10' in limits
+    shell = html[html.index('id="group-shell"') :]
+    assert '<span class="limit-label">Allowed commands:</span> any program' in shell
+    file = html[html.index('id="group-file"') :]
+    assert '<span class="limit-label">Max file size:</span> 1 MB' in file

@@ -15,6 +15,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from tools_app import selectors
+from tools_app.manager.limits import key_limits
 from tools_app.models import ToolCall, ToolFunctionConfig, ToolGrant, ToolGroupConfig, ToolSource
 from tools_app.registry import BaseTool, GroupSettings, ToolGroup
 from tools_app.services.grants import EVERYONE, group_grants
@@ -72,6 +73,7 @@ class GroupRow:
     last_test: ToolCall | None = None
     functions: list[FunctionRow] = field(default_factory=list)
     listing: list[dict[str, str]] = field(default_factory=list)
+    limits: list[dict[str, str]] = field(default_factory=list)
     source: ToolSource | None = None  # imported groups: the MCP server or OpenAPI document
     # The groups of people granted the whole tool group (or source); functions granted one
     # by one are counted apart. Neither: only admins may use it ("not granted yet").
@@ -233,6 +235,7 @@ def group_rows(names: list[str] | None = None) -> list[GroupRow]:
                     for tool in sorted(group.tools, key=lambda t: t.tool_name)
                 ],
                 listing=_listing(group, settings),
+                limits=key_limits(group, settings),
             )
         )
     return rows

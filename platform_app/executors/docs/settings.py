@@ -97,6 +97,7 @@ GROUP = register_group(
         description="Read and search documentation: this project's docs/ and folders an "
         "admin adds.",
         settings_model=DocsSettings,
+        limits=("folders", "embedder", "max_read_bytes"),
         order=65,
         status=docs_status,
     )

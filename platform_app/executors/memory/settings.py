@@ -80,6 +80,7 @@ GROUP = register_group(
         description="Per-user memory: archival facts found by hybrid (full-text + vector) "
         "search, and a small core memory always in the system prompt.",
         settings_model=MemorySettings,
+        limits=("embedder", "max_content_chars", "max_chunks_per_user", "core_max_chars"),
         order=60,
         status=memory_status,
     )

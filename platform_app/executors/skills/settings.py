@@ -65,6 +65,7 @@ GROUP = register_group(
         description="Task instructions (SKILL.md) from the data directory and the conversation "
         "workspace; names in the prompt, full text on demand.",
         settings_model=SkillsSettings,
+        limits=("workspace_skills", "max_skill_bytes"),
         order=66,
         status=skills_status,
         listing=skills_listing,

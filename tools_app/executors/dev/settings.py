@@ -48,6 +48,7 @@ GROUP = register_group(
         description="A coding agent's toolset: run tests, git, code search, read/write files. "
         "run_tests obeys the Shell allow/block lists; the file tools obey the File settings.",
         settings_model=DevSettings,
+        limits=("timeout_seconds", "test_commands", "max_output_bytes"),
         order=30,
         sandboxed=True,
     )

@@ -73,6 +73,7 @@ GROUP = register_group(
         description="List, inspect and read logs of containers on a Docker engine; exec, start, "
         "stop and restart only when an admin allows them.",
         settings_model=DockerSettings,
+        limits=("engine", "allowed_operations", "allowed_containers", "staff_only"),
         order=50,
         status=lambda settings: _engine_status(settings),
     )

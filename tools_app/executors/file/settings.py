@@ -59,6 +59,7 @@ GROUP = register_group(
         label="File",
         description="Read, write, delete and list files in the conversation's workspace.",
         settings_model=FileSettings,
+        limits=("timeout_seconds", "allowed_paths", "max_file_bytes"),
         order=20,
         sandboxed=True,
     )

@@ -65,6 +65,7 @@ def mcp_group(source: Any) -> ToolGroup:
         label=source.label or source.name,
         description=source.description or f"Tools of the MCP server {source.name!r}.",
         settings_model=McpSettings,
+        limits=("timeout_seconds", "max_result_chars", "network"),
         order=250,
         sandboxed=transport == "stdio",
         status=None if transport == "stdio" else status,

@@ -102,6 +102,7 @@ GROUP = register_group(
         description="Web search through an admin-configured backend (SearXNG or "
         "Tavily-compatible) and page reading as clean text, behind the SSRF guard.",
         settings_model=ResearchSettings,
+        limits=("search_backend", "max_results", "max_urls", "max_chars_per_page"),
         order=45,
         status=research_status,
     )

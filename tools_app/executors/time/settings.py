@@ -37,6 +37,7 @@ GROUP = register_group(
         label="Time",
         description="Current date and time in any IANA timezone.",
         settings_model=TimeSettings,
+        limits=("default_timezone",),
         order=90,
     )
 )
