@@ -105,7 +105,7 @@ def envelope_calls(value: object, offered: Collection[str]) -> list[Parsed] | No
         return [_one(value, offered)]
     # Without "type": only the seed's tool/action/params shape, so that a JSON example with
     # a "tool" key and other data is not mistaken for a call.
-    if kind is None and "tool" in value and ("action" in value or "params" in value):
-        if set(value) <= _ENVELOPE_KEYS:
-            return [_one(value, offered)]
+    seed_shape = "tool" in value and ("action" in value or "params" in value)
+    if kind is None and seed_shape and set(value) <= _ENVELOPE_KEYS:
+        return [_one(value, offered)]
     return None
