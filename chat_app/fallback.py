@@ -230,9 +230,9 @@ def _calls_in_fence(
         return [ParsedCall(name, None, raw, f"arguments are not valid JSON: {detail}")]
     envelope = envelope_calls(value, tools)
     if envelope is not None:
-        return [ParsedCall(name, arguments, raw, error) for name, arguments, error in envelope]
-    call = _call_from_object(value, raw)
-    return [call] if call is not None else []
+        return [ParsedCall(tool, arguments, raw, error) for tool, arguments, error in envelope]
+    found = _call_from_object(value, raw)
+    return [found] if found is not None else []
 
 
 def _attempted_call_name(content: str) -> str | None:

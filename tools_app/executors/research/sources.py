@@ -83,7 +83,7 @@ def _register(turn_id: int, found: list[Found], call_id: int | None, read: bool)
             )
             known[digest] = source
         else:
-            changed = {}
+            changed: dict[str, object] = {}
             if item.title and not source.title:
                 changed["title"] = item.title[:500]
             if read and not source.read:
