@@ -9,7 +9,7 @@ from tools_app import selectors
 from tools_app.errors import PolicyDenied
 from tools_app.executors.dev.settings import DevSettings
 from tools_app.executors.file.paths import check_allowed, workspace_parts
-from tools_app.executors.file.settings import FileSettings
+from tools_app.executors.file.settings import FileSettings, host_folders
 from tools_app.executors.shell.policy import check_command, split_argv
 from tools_app.executors.shell.settings import ShellSettings
 from tools_app.registry import BaseTool
@@ -129,7 +129,8 @@ class ReadFile(BaseTool[DevSettings], group="dev", activity="file_read"):
     path: str = Field(description="Path relative to the workspace.", examples=["README.md"])
 
     def check_policy(self, settings: DevSettings, ctx: BindContext) -> None:
-        check_allowed(self.path, selectors.group_settings("file", FileSettings).allowed_paths)
+        files = selectors.group_settings("file", FileSettings)
+        check_allowed(self.path, files.allowed_paths, host_folders(files))
 
 
 class WriteFile(BaseTool[DevSettings], group="dev", activity="file_write"):
@@ -154,7 +155,8 @@ class ListDirectory(BaseTool[DevSettings], group="dev", activity="file_list"):
     recursive: bool = Field(False, description="Include subdirectories.")
 
     def check_policy(self, settings: DevSettings, ctx: BindContext) -> None:
-        check_allowed(self.path, selectors.group_settings("file", FileSettings).allowed_paths)
+        files = selectors.group_settings("file", FileSettings)
+        check_allowed(self.path, files.allowed_paths, host_folders(files))
 
 
 class SearchCode(BaseTool[DevSettings], group="dev"):
