@@ -323,11 +323,11 @@ def _entries(dir_fd, prefix, recursive, out, depth):
 def op_list(req, prefixes):
     folders = req.get("folders") or {}
     if (req.get("path") or "").rstrip("/") == HOST_ROOT:
-        entries = [
+        granted = [
             {"path": f"{HOST_ROOT}/{n}", "type": "dir", "size": None, "writable": bool(f["rw"])}
             for n, f in sorted(folders.items())
         ]
-        return {"path": HOST_ROOT, "entries": entries, "count": len(entries)}
+        return {"path": HOST_ROOT, "entries": granted, "count": len(granted)}
     dir_fd, name, parts, root = resolve(req.get("path") or ".", prefixes, folders=folders)
     try:
         if name is not None:
