@@ -4,6 +4,7 @@ enabled tools' schemas (the API endpoint and ``export_tool_schemas``)."""
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -74,6 +75,7 @@ class GroupRow:
     functions: list[FunctionRow] = field(default_factory=list)
     listing: list[dict[str, str]] = field(default_factory=list)
     limits: list[dict[str, str]] = field(default_factory=list)
+    docs_page: str = ""  # under docs/: "tools/<group>.md", its page for people and the model
     source: ToolSource | None = None  # imported groups: the MCP server or OpenAPI document
     # The groups of people granted the whole tool group (or source); functions granted one
     # by one are counted apart. Neither: only admins may use it ("not granted yet").
@@ -236,9 +238,20 @@ def group_rows(names: list[str] | None = None) -> list[GroupRow]:
                 ],
                 listing=_listing(group, settings),
                 limits=key_limits(group, settings),
+                docs_page=group_docs_page(group.name, source.kind if source else ""),
             )
         )
     return rows
+
+
+def group_docs_page(name: str, source_kind: str = "") -> str:
+    """The group's page in ``docs/tools/`` (an imported group: its kind's page), or ""."""
+    from django.conf import settings as django_settings
+
+    page = f"{source_kind or name}.md"
+    if not re.fullmatch(r"[a-z0-9_]+\.md", page):
+        return ""
+    return f"tools/{page}" if (django_settings.PROJECT_DOCS_DIR / "tools" / page).is_file() else ""
 
 
 def _granted_to() -> dict[tuple[str, str], list[str]]:

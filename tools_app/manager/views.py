@@ -13,6 +13,7 @@ from functools import wraps
 from typing import Any, TypeVar
 
 from asgiref.sync import sync_to_async
+from django.conf import settings as django_settings
 from django.contrib import messages
 from django.contrib.auth.models import Group
 from django.contrib.auth.views import redirect_to_login
@@ -114,6 +115,19 @@ def function_toggle(request: HtmxHttpRequest, tool: str, switch: str) -> HttpRes
         user=request.user, tool=tool, switch=switch, value=_posted_bool(request, switch)
     )
     return _group_body(request, found.tool_group)
+
+
+@staff_only
+@require_GET
+def group_docs(request: HtmxHttpRequest, group: str) -> HttpResponse:
+    """The group's page of docs/tools/, the one the model reads with docs_read."""
+    if selectors.group_named(group) is None:
+        raise Http404("unknown tool group")
+    row = manager_selectors.group_row(group)
+    if not row.docs_page:
+        raise Http404("this tool group has no page in docs/tools/")
+    text = (django_settings.PROJECT_DOCS_DIR / row.docs_page).read_text(encoding="utf-8")
+    return render(request, "tools/group_docs.html", {"row": row, "text": text})
 
 
 @staff_only
