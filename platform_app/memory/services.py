@@ -157,7 +157,10 @@ def memory_search(*, user_id: int, query: str, top_k: int, settings: object) -> 
         embedder = None
     mode = "hybrid" if embedder is not None else "full-text"
     fused = _fuse([text_ids, vector_ids] if embedder is not None else [text_ids])[:top_k]
-    rows = MemoryChunk.objects.in_bulk([i for i, _ in fused])
+    # Found chunks deleted meanwhile (or since the vector cache was loaded) are left out here.
+    rows = MemoryChunk.objects.only("id", "content", "source", "created_at").in_bulk(
+        [i for i, _ in fused]
+    )
     in_text, in_vector = set(text_ids), set(vector_ids)
     results = []
     for chunk_id, score in fused:
