@@ -161,6 +161,8 @@ def memory_search(*, user_id: int, query: str, top_k: int, settings: object) -> 
     rows = MemoryChunk.objects.only("id", "content", "source", "created_at").in_bulk(
         [i for i, _ in fused]
     )
+    if embedder is not None and any(i not in rows for i, _ in fused):
+        vectors.forget_user(user_id, embedder.id)  # it held deleted chunks: reload next time
     in_text, in_vector = set(text_ids), set(vector_ids)
     results = []
     for chunk_id, score in fused:

@@ -117,6 +117,12 @@ def search(
     return [(int(matrix.ids[i]), float(scores[i])) for i in top]
 
 
+def forget_user(user_id: int, embedder: str) -> None:
+    """Drop one user's matrix (some of its chunks were deleted): the next search reloads it."""
+    with _lock:
+        _cache.pop((user_id, embedder), None)
+
+
 def forget_cache() -> None:
     with _lock:
         _cache.clear()

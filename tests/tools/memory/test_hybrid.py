@@ -203,3 +203,16 @@ def test_unrelated_chunks_are_not_returned_as_vector_matches(user):
     configure("memory", embedder="local", min_similarity=-1.0)
     everything = ok(run_tool("memory_search", user=user, query="quantum chromodynamics lecture"))
     assert everything["count"] == len(FACTS)
+
+
+def test_a_deleted_chunk_leaves_vector_results_and_the_cache_reloads(user):
+    local_model()
+    save_facts(user)
+    first = ok(run_tool("memory_search", user=user, query="what hue do I like", top_k=1))
+    assert first["results"][0]["content"] == "My favourite colour is green."  # matrix cached
+    MemoryChunk.objects.filter(content="My favourite colour is green.").delete()
+    again = ok(run_tool("memory_search", user=user, query="what hue do I like", top_k=1))
+    assert all(r["content"] != "My favourite colour is green." for r in again["results"])
+    # The matrix that still held it was dropped: the next search has a full list again.
+    wide = ok(run_tool("memory_search", user=user, query="what hue do I like", top_k=3))
+    assert "My favourite colour is green." not in [r["content"] for r in wide["results"]]
