@@ -30,11 +30,13 @@ from django.http import (
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import reswap, retarget
 from django_htmx.middleware import HtmxDetails
 from pydantic import ValidationError
 
+from infra.markdown import markdown_html
 from tools_app import selectors
 from tools_app.manager import audit_selectors
 from tools_app.manager import selectors as manager_selectors
@@ -127,7 +129,8 @@ def group_docs(request: HtmxHttpRequest, group: str) -> HttpResponse:
     if not row.docs_page:
         raise Http404("this tool group has no page in docs/tools/")
     text = (django_settings.PROJECT_DOCS_DIR / row.docs_page).read_text(encoding="utf-8")
-    return render(request, "tools/group_docs.html", {"row": row, "text": text})
+    html = mark_safe(markdown_html(text, breaks=False))  # noqa: S308 - sanitised by nh3
+    return render(request, "tools/group_docs.html", {"row": row, "html": html})
 
 
 @staff_only
