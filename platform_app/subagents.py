@@ -162,7 +162,10 @@ def subagent_spawn(
             turn = turn_start(
                 conversation=child,
                 user_id=user_id,
-                text=spec.message + SILENT_NOTE,
+                # A slash command runs as written, with no model to tell anything.
+                text=spec.message
+                if spec.message.lstrip().startswith("/")
+                else spec.message + SILENT_NOTE,
                 model=spec.model,
                 max_rounds=max_rounds,
                 origin=Message.Origin.TASK,

@@ -4,6 +4,8 @@ with full-text results by reciprocal rank."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from chat_app.models import Provider
@@ -32,8 +34,12 @@ def local_model() -> None:
 
 
 @pytest.fixture(autouse=True)
-def _fresh_vector_cache():
+def _fresh_vector_cache(monkeypatch):
     vectors.forget_cache()  # ids repeat across tests' databases
+    # This process's background embedding stays out of the tests that embed on purpose.
+    from platform_app.memory import backfill
+
+    monkeypatch.setattr(backfill, "_last_check", time.monotonic() + 3600)
 
 
 def save_facts(user):
