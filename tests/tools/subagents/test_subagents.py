@@ -414,8 +414,9 @@ def test_inject_into_null_only_logs_the_answer(worker, user, conversation, llm, 
         )
     )
     assert result["result_to"] is None
+    # Its status is claimed first, its answer stored a moment later.
     helper = wait_for(
-        lambda: Subagent.objects.filter(pk__isnull=False).exclude(status="running").first(),
+        lambda: Subagent.objects.exclude(status="running").exclude(result="").first(),
         timeout=20,
         message="the helper to finish",
     )
@@ -447,7 +448,7 @@ def test_a_silent_helper_posts_nothing(worker, user, conversation, llm, provider
     )
     assert result["result_to"] == conversation.pk
     helper = wait_for(
-        lambda: Subagent.objects.exclude(status="running").first(),
+        lambda: Subagent.objects.exclude(status="running").exclude(result="").first(),
         timeout=20,
         message="the helper to finish",
     )
