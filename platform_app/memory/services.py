@@ -33,7 +33,8 @@ NO_EMBEDDER = "no embedder is configured: full-text search only"
 # The query's vector is computed while the full-text query runs: both wait outside the GIL
 # (BLAS, SQLite, or an embeddings endpoint), so a hybrid search costs about the longer of
 # the two instead of their sum (bench/memory_search.py: 2.76x a bare FTS5 query at p95
-# computed one after the other, on a busy 2-core machine). The threads touch no database.
+# computed one after the other, on a busy 2-core machine); the user's vectors are made ready
+# meanwhile too. The threads touch no database.
 _query_vectors = ThreadPoolExecutor(max_workers=4, thread_name_prefix="cc-query-embed")
 
 
@@ -142,11 +143,17 @@ def memory_search(*, user_id: int, query: str, top_k: int, settings: object) -> 
     text_ids = fulltext.search(user_id=user_id, query=query, limit=candidates)
     try:
         if embedder is not None and pending is not None:
+            # The user's vectors too are made ready while the query's is computed.
+            matrix = vectors.user_matrix(user_id, embedder.id)
             query_vector = pending.result()[0]
             found = [
                 (chunk_id, score)
                 for chunk_id, score in vectors.search(
-                    user_id=user_id, embedder=embedder.id, query=query_vector, limit=candidates
+                    user_id=user_id,
+                    embedder=embedder.id,
+                    query=query_vector,
+                    limit=candidates,
+                    matrix=matrix,
                 )
                 if score >= options.min_similarity
             ]

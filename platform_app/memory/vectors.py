@@ -101,11 +101,23 @@ def _matrix(user_id: int, embedder: str) -> _Matrix:
     return matrix
 
 
+def user_matrix(user_id: int, embedder: str) -> _Matrix:
+    """The user's vectors (from the cache, or loaded): take it while the query's vector is
+    being computed, then ``search(..., matrix=...)``."""
+    return _matrix(user_id, embedder)
+
+
 def search(
-    *, user_id: int, embedder: str, query: np.ndarray, limit: int
+    *,
+    user_id: int,
+    embedder: str,
+    query: np.ndarray,
+    limit: int,
+    matrix: _Matrix | None = None,
 ) -> list[tuple[int, float]]:
     """(chunk id, cosine similarity) of the user's nearest chunks, best first."""
-    matrix = _matrix(user_id, embedder)
+    if matrix is None:
+        matrix = _matrix(user_id, embedder)
     if not len(matrix.ids) or matrix.vectors.shape[1] != query.shape[0]:
         return []
     scores = matrix.vectors @ query.astype(np.float32)
