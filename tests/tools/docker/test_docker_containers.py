@@ -32,6 +32,10 @@ def engine():
     have = subprocess.run(["docker", "image", "inspect", IMAGE], capture_output=True)
     require(have.returncode == 0, f"image {IMAGE} missing (make sandbox-image)")
     yield
+    remove_the_tools_containers()
+
+
+def remove_the_tools_containers() -> None:
     # Only what this deployment's tool made (its label), never anything else on the engine.
     label = f"label={managed.LABEL}={managed.namespace()}"
     found = subprocess.run(
@@ -46,6 +50,7 @@ def network():
     name = f"cc-test-tools-{uuid.uuid4().hex[:6]}"
     subprocess.run(["docker", "network", "create", name], check=True, capture_output=True)
     yield name
+    remove_the_tools_containers()  # a container still on the network would keep it
     subprocess.run(["docker", "network", "rm", name], capture_output=True)
 
 
