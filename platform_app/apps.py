@@ -15,6 +15,7 @@ class PlatformConfig(AppConfig):
         from chat_app.pages import page_panels_register
         from chat_app.services.prompt_blocks import prompt_blocks_register
         from chat_app.signals import turn_finished, turn_stopping
+        from infra.maintenance import maintenance_step
         from platform_app import checks
         from platform_app.executors import EXECUTORS
         from platform_app.subagents import subagent_parent_stopping, subagent_turn_finished
@@ -45,6 +46,16 @@ class PlatformConfig(AppConfig):
         round_gate_set(round_gate)
         call_gate_set(call_gate)
         config_track(Quota)  # which quotas apply to whom is kept under the token
+
+        # Memory without vectors of the configured embedder (hybrid search by default since
+        # issue 26) is embedded in the background, by the workers.
+        maintenance_step("memory backfill", _memory_backfill_kick, order=50)
+
+
+def _memory_backfill_kick() -> None:
+    from platform_app.memory.backfill import backfill_kick
+
+    backfill_kick()
 
 
 def _prompt_blocks(

@@ -5,23 +5,34 @@ off), the others come from the Docs settings (``name=/absolute/path``). A docume
 ``<root>/<path inside it>``, and ``<path>#<heading>`` names one section. Files are reached
 only through ``safe_files`` (no ``..``, no absolute paths, no links followed).
 
-Search runs on an SQLite FTS5 index held in memory by each worker process (the standard
-library's sqlite3, whatever database the app uses): one row per section, ranked by bm25. It
-is rebuilt when a file in a folder changes (names, sizes and modification times are compared
-on each search; documentation folders are small).
+Search is hybrid, as memory search is: an SQLite FTS5 index held in memory by each worker
+process (the standard library's sqlite3, whatever database the app uses), one row per
+section ranked by bm25, and — with an embedder (the Docs group's ``embedder``, the local
+all-MiniLM-L6-v2 by default) — one vector per section compared with the query's; the two
+rankings are fused by reciprocal rank (``platform_app.memory.services``' RRF). Without a
+working embedder the search is full-text and says so. The index is rebuilt when a file in a
+folder changes (names, sizes and modification times are compared on each search;
+documentation folders are small); a section's vector is kept by its text's hash, so only
+changed sections are embedded again.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 import sqlite3
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from platform_app import safe_files
+from platform_app.memory.embedders import Embedder
 from platform_app.memory.fulltext import fts5_query, terms
+from tools_app.errors import ToolError
 
 SUFFIXES = (".md", ".markdown", ".txt", ".rst")
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
@@ -141,9 +152,31 @@ def docs_read(roots: list[Root], path: str, *, max_bytes: int) -> dict[str, obje
 
 
 # --- search --------------------------------------------------------------------------------
+RRF_K = 60
+CANDIDATES = 50
+# A section's heading and first words stand for it: the model's cost grows with the tokens it
+# reads (about 100 sections of this project's docs: ~5 s at 400 characters each on a busy
+# 2-core machine, four times that at its 256-token maximum).
+EMBED_CHARS = 400
+_VECTOR_CACHE_MAX = 20_000
+
+
+@dataclass
+class SearchResult:
+    results: list[dict[str, object]]
+    mode: str  # "hybrid" or "full-text"
+    notice: str = ""
+    embedder: str = ""
+
+
+@dataclass
 class _Index:
-    def __init__(self) -> None:
-        self.fingerprint: tuple[object, ...] | None = None
+    fingerprint: tuple[object, ...] | None = None
+    rows: list[tuple[str, str, str]] = field(default_factory=list)
+    vectors: Any = None  # (len(rows), dims) unit vectors, or None
+    embedder: str = ""
+
+    def __post_init__(self) -> None:
         self.db = sqlite3.connect(":memory:", check_same_thread=False)
         self.db.execute(
             "CREATE VIRTUAL TABLE s USING fts5(path UNINDEXED, heading, body, "
@@ -153,14 +186,76 @@ class _Index:
     def rebuild(
         self, rows: Iterable[tuple[str, str, str]], fingerprint: tuple[object, ...]
     ) -> None:
+        self.rows = list(rows)
         with self.db:
             self.db.execute("DELETE FROM s")
-            self.db.executemany("INSERT INTO s(path, heading, body) VALUES (?, ?, ?)", rows)
+            self.db.executemany(
+                "INSERT INTO s(rowid, path, heading, body) VALUES (?, ?, ?, ?)",
+                [(i, *row) for i, row in enumerate(self.rows)],
+            )
         self.fingerprint = fingerprint
+        self.vectors, self.embedder = None, ""
+
+    def embed(self, embedder: Embedder) -> None:
+        """The sections' vectors under ``embedder`` (ToolError when it fails). A section with
+        no text under its heading gets none: its heading alone would match by meaning."""
+        if self.vectors is not None and self.embedder == embedder.id:
+            return
+        texts = [f"{heading}\n{body}"[:EMBED_CHARS] for _, heading, body in self.rows]
+        keys = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
+        cache = _vectors_for(embedder.id)
+        missing = [i for i, key in enumerate(keys) if key not in cache and self.rows[i][2]]
+        if missing:
+            fresh = embedder.embed([texts[i] for i in missing])
+            if len(cache) + len(missing) > _VECTOR_CACHE_MAX:
+                cache.clear()
+            for i, vector in zip(missing, fresh, strict=True):
+                cache[keys[i]] = np.asarray(vector, dtype=np.float32)
+            _vectors_save(embedder.id, cache)
+        dims = len(next(iter(cache.values()))) if cache else 1
+        blank = np.zeros(dims, dtype=np.float32)
+        self.vectors = np.vstack(
+            [cache.get(key, blank) for key in keys] or [np.zeros((0, dims), dtype=np.float32)]
+        ).astype(np.float32)
+        self.embedder = embedder.id
 
 
 _lock = threading.Lock()
 _index = _Index()
+# Per embedder: sha256 of a section's text → its vector; also kept on disk (var/cache), so
+# a process (and the next start) embeds only the sections it has never seen.
+_vector_cache: dict[str, dict[str, Any]] = {}
+
+
+def _cache_file(embedder_id: str) -> Path:
+    from django.conf import settings
+
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", embedder_id)
+    return Path(settings.VAR_DIR) / "cache" / f"docs-vectors-{name}.npz"
+
+
+def _vectors_for(embedder_id: str) -> dict[str, Any]:
+    cache = _vector_cache.get(embedder_id)
+    if cache is None:
+        cache = {}
+        try:
+            with np.load(_cache_file(embedder_id), allow_pickle=False) as stored:
+                cache = dict(zip(stored["keys"].tolist(), stored["vectors"], strict=True))
+        except (OSError, ValueError, KeyError):
+            pass  # none yet, or unreadable: computed again
+        _vector_cache[embedder_id] = cache
+    return cache
+
+
+def _vectors_save(embedder_id: str, cache: dict[str, Any]) -> None:
+    target = _cache_file(embedder_id)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temporary = target.with_suffix(f".{threading.get_ident()}.tmp.npz")
+        np.savez(temporary, keys=np.array(list(cache)), vectors=np.vstack(list(cache.values())))
+        temporary.replace(target)
+    except OSError:
+        pass  # a read-only var/: the process keeps its vectors in memory
 
 
 def _rows(
@@ -181,9 +276,21 @@ def _rows(
                 yield (f"{path}#{sec.heading}" if sec.level else path, sec.heading, body)
 
 
+def _plain_snippet(body: str, chars: int = 200) -> str:
+    text = " ".join(body.split())
+    return text if len(text) <= chars else text[:chars].rsplit(" ", 1)[0] + " …"
+
+
 def docs_search(
-    roots: list[Root], query: str, *, top_k: int, max_files: int, max_bytes: int
-) -> list[dict[str, object]]:
+    roots: list[Root],
+    query: str,
+    *,
+    top_k: int,
+    max_files: int,
+    max_bytes: int,
+    embedder: Embedder | None = None,
+    min_similarity: float = 0.3,
+) -> SearchResult:
     if not terms(query):
         raise DocsError("the query has no words to search for")
     files = [
@@ -194,12 +301,56 @@ def docs_search(
     fingerprint = tuple(
         (str(root.path), root.name, e.parts, e.size, e.mtime_ns) for root, e in files
     ) + (max_bytes,)
+    notice = ""
     with _lock:
         if _index.fingerprint != fingerprint:
             _index.rebuild(_rows(roots, files, max_bytes), fingerprint)
         found = _index.db.execute(
-            "SELECT path, heading, snippet(s, 2, '«', '»', ' … ', 24) FROM s WHERE s MATCH ? "
+            "SELECT rowid, snippet(s, 2, '«', '»', ' … ', 24) FROM s WHERE s MATCH ? "
             "ORDER BY bm25(s, 0.0, 4.0, 1.0) LIMIT ?",
-            (fts5_query(query), top_k),
+            (fts5_query(query), max(top_k, CANDIDATES)),
         ).fetchall()
-    return [{"path": p, "heading": h, "snippet": " ".join(snip.split())} for p, h, snip in found]
+        snippets = {int(rowid): " ".join(snip.split()) for rowid, snip in found}
+        rankings = [[int(rowid) for rowid, _ in found]]
+        similarity: dict[int, float] = {}
+        if embedder is not None:
+            try:
+                _index.embed(embedder)
+                query_vector = embedder.embed([query])[0]
+            except ToolError as exc:
+                notice = f"vector search unavailable ({exc.message}): full-text results only"
+                embedder = None
+            else:
+                scores = _index.vectors @ query_vector.astype(np.float32)
+                order = np.argsort(-scores, kind="stable")[: max(top_k, CANDIDATES)]
+                similarity = {
+                    int(i): float(scores[i]) for i in order if scores[i] >= min_similarity
+                }
+                rankings.append(list(similarity))
+        rows = list(_index.rows)
+    scores_rrf: dict[int, float] = {}
+    for ranking in rankings:
+        for rank, rowid in enumerate(ranking, start=1):
+            scores_rrf[rowid] = scores_rrf.get(rowid, 0.0) + 1.0 / (RRF_K + rank)
+    fused = sorted(scores_rrf.items(), key=lambda kv: (-kv[1], kv[0]))[:top_k]
+    results: list[dict[str, object]] = []
+    for rowid, _ in fused:
+        path, heading, body = rows[rowid]
+        item: dict[str, object] = {
+            "path": path,
+            "heading": heading,
+            "snippet": snippets.get(rowid) or _plain_snippet(body),
+            "matched_by": [
+                name
+                for name, hit in (("full-text", rowid in snippets), ("vector", rowid in similarity))
+                if hit
+            ],
+        }
+        if rowid in similarity:
+            item["similarity"] = round(similarity[rowid], 4)
+        results.append(item)
+    if embedder is not None:
+        return SearchResult(results, "hybrid", embedder=embedder.id)
+    return SearchResult(
+        results, "full-text", notice or "no embedder is configured: full-text search only"
+    )

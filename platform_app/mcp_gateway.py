@@ -180,7 +180,7 @@ def build_server() -> Any:
     def error_result(message: str) -> Any:
         result = {"success": False, "error": message}
         return CallToolResult(
-            content=[TextContent(type="text", text=json.dumps(result))],
+            content=[TextContent(type="text", text=json.dumps(result, ensure_ascii=False))],
             structured_content=result,
             is_error=True,
         )

@@ -39,7 +39,11 @@ class MemoryChunk(models.Model):
         ordering = ["-created_at", "-id"]
         # Also what the vector cache's freshness check reads (count, newest change) without
         # touching the table: see memory/vectors.py.
-        indexes = [models.Index(fields=["user", "embedder", "updated_at"])]
+        indexes = [
+            models.Index(fields=["user", "embedder", "updated_at"]),
+            # What the background embedding looks for: chunks of another (or no) embedder.
+            models.Index(fields=["embedder"], name="memorychunk_embedder"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.user_id}: {self.content[:60]}"
@@ -132,7 +136,8 @@ class Schedule(models.Model):
 
 class Subagent(models.Model):
     """A task handed to a helper: its own turn in a child conversation; when that turn ends,
-    its answer is posted into the parent conversation (or ``inject_into``)."""
+    its answer is posted into ``inject_into`` (the parent conversation when the spawn said
+    "parent"), or only kept here when that is null or the helper answered silently."""
 
     class Status(models.TextChoices):
         RUNNING = "running", _("running")
@@ -176,6 +181,9 @@ class Subagent(models.Model):
     )
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.RUNNING)
     result = models.TextField(blank=True)
+    # The helper answered {"silent": true, "reason": ...}: nothing was posted; ``result``
+    # holds the reason.
+    silent = models.BooleanField(default=False)
     delivered_to = models.ForeignKey(
         "chat_app.Message", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

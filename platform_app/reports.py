@@ -31,6 +31,14 @@ from tools_app.selectors import group_settings
 
 REPORT_NAME = re.compile(r"^\d{8}_\d{6}(?:_\d+)?_[A-Za-z0-9_-]{1,80}\.md$")
 _CITATION = re.compile(r"\[(\d{1,4})\]")
+# [1], [1, 3], [2; 5]: the numbers a report cites.
+_CITATIONS = re.compile(r"\[(\d{1,4}(?:\s*[,;]\s*\d{1,4})*)\]")
+# A list of sources the model wrote itself at the end, under one of these headings.
+_SOURCES_HEADING = re.compile(
+    r"^#{1,6}\s*(?:sources|references|bibliography|источники|список источников|ссылки|"
+    r"литература)\s*:?\s*$",
+    re.IGNORECASE | re.MULTILINE,
+)
 _UNSAFE = re.compile(r"[^A-Za-z0-9]+")
 
 
@@ -48,6 +56,48 @@ class Report:
     sources: int
     size: int
     timestamp: str
+
+
+@dataclass(frozen=True)
+class Cited:
+    content: str  # the report, its list of sources written from the turn's registry
+    sources: list[dict[str, object]]  # the registered sources it cites, by number
+    unknown: list[int]  # numbers it cites that no research tool gave this turn
+
+
+def cited_numbers(content: str) -> list[int]:
+    """The numbers ``content`` cites, in order of first citation."""
+    seen: dict[int, None] = {}
+    for group in _CITATIONS.findall(content):
+        for part in re.split(r"[,;]", group):
+            seen.setdefault(int(part), None)
+    return list(seen)
+
+
+def report_with_sources(content: str, registry: dict[int, Any]) -> Cited:
+    """The report with the turn's numbered sources listed at its end (seed 004: every claim
+    cited as [n], the sources listed). ``registry``: number → source (``as_dict()``) of the
+    turn's research tools. A list the model wrote under a Sources heading is replaced by the
+    registry's — unless it cites a number the registry lacks (then the model's list stays,
+    and the unknown numbers are reported)."""
+    cited = cited_numbers(content)
+    sources = [registry[n].as_dict() for n in sorted(cited) if n in registry]
+    unknown = [n for n in cited if n not in registry]
+    if not sources:
+        return Cited(content, [], unknown if registry else [])
+    body = content.rstrip()
+    if not unknown:
+        headings = list(_SOURCES_HEADING.finditer(body))
+        if headings:
+            body = body[: headings[-1].start()].rstrip()
+    lines = [
+        f"[{s['number']}] {s['title'] or s['url']} — <{s['url']}>"
+        if s["title"]
+        else f"[{s['number']}] <{s['url']}>"
+        for s in sources
+    ]
+    listing = "\n\n## Sources\n\n" + "\n".join(f"- {line}" for line in lines) + "\n"
+    return Cited(body + listing, sources, unknown)
 
 
 def report_stats(content: str) -> tuple[int, int]:

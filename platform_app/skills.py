@@ -1,6 +1,8 @@
 """Skills: SKILL.md files (YAML frontmatter ``name`` and ``description``, then instructions),
-found in two places:
+found in three places, each winning over the one before on a name clash:
 
+- the skills shipped with Control Center (``platform_app/shipped_skills``: testing, git
+  operations, memory), unless an admin switches them off;
 - the data directory (``SKILLS_DIR``, default ``var/skills``): ``<dir>/<folder>/SKILL.md``,
   put there by an admin;
 - the conversation's workspace: ``<workspace>/skills/<folder>/SKILL.md``. These are untrusted
@@ -8,7 +10,7 @@ found in two places:
   following links (``safe_files``), size-capped, frontmatter parsed with ``yaml.safe_load``,
   names and descriptions checked, and only a one-line description reaches the prompt.
 
-On a name clash the workspace skill wins (a project can refine a shared skill). Progressive
+A project can so refine a shared skill, and an admin a shipped one. Progressive
 disclosure: the system prompt lists names and descriptions (``skills_prompt``), and
 ``skill_load`` returns the full text when the model needs it.
 """
@@ -25,6 +27,7 @@ import yaml
 from platform_app import safe_files
 
 SKILL_FILE = "SKILL.md"
+SHIPPED_DIR = Path(__file__).resolve().parent / "shipped_skills"
 NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 MAX_DESCRIPTION = 1024
 MAX_FRONTMATTER = 8192
@@ -35,7 +38,7 @@ PROMPT_DESCRIPTION = 300
 class Skill:
     name: str
     description: str
-    source: str  # "workspace" | "data"
+    source: str  # "workspace" | "data" | "shipped"
     path: str  # as shown: skills/<folder>/SKILL.md or <folder>/SKILL.md
     body: str
 
@@ -43,7 +46,8 @@ class Skill:
 @dataclass
 class Catalogue:
     skills: dict[str, Skill] = field(default_factory=dict)
-    overridden: dict[str, Skill] = field(default_factory=dict)  # data skills a workspace one hides
+    # Skills a later place hides (a data skill hidden by a workspace one, a shipped one by either).
+    overridden: dict[str, Skill] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
 
 
@@ -133,7 +137,12 @@ def _scan(
 
 
 def skill_catalogue(
-    *, data_dir: Path | None, workspace_dir: Path | None, max_bytes: int, max_skills: int
+    *,
+    data_dir: Path | None,
+    workspace_dir: Path | None,
+    max_bytes: int,
+    max_skills: int,
+    shipped_dir: Path | None = None,
 ) -> Catalogue:
     catalogue = Catalogue()
 
@@ -149,10 +158,16 @@ def skill_catalogue(
             into=catalogue,
         )
 
+    shipped = scan(shipped_dir, "shipped", ())
     data = scan(data_dir, "data", ())
     workspace = scan(workspace_dir, "workspace", ("skills",))
-    catalogue.skills = dict(sorted({**data, **workspace}.items()))
-    catalogue.overridden = {n: s for n, s in data.items() if n in workspace}
+    catalogue.skills = dict(sorted({**shipped, **data, **workspace}.items()))
+    catalogue.overridden = {
+        name: skill
+        for layer in (shipped, data)
+        for name, skill in layer.items()
+        if catalogue.skills[name] is not skill
+    }
     return catalogue
 
 
@@ -171,8 +186,9 @@ def skill_summary(skill: Skill, catalogue: Catalogue) -> dict[str, Any]:
         "source": skill.source,
         "path": skill.path,
     }
-    if skill.name in catalogue.overridden:
-        out["overrides"] = "data"
+    hidden = catalogue.overridden.get(skill.name)
+    if hidden is not None:
+        out["overrides"] = hidden.source
     return out
 
 

@@ -4,9 +4,13 @@
 queues the turn exactly as the chat does (``turns.turn_start``), then returns: nothing waits
 for the child. When the child's turn ends, ``turns.turn_finish`` sends ``turn_finished``;
 ``subagent_turn_finished`` (connected in ``platform_app.apps``) claims the subagent with
-a conditional UPDATE (so its answer is delivered once) and posts the answer into the parent
-conversation (or ``inject_into``) as a message the model reads as input. A parent turn that
-is still running sees it in its next round's history; a finished one, in the next turn.
+a conditional UPDATE (so its answer is delivered once) and posts the answer into
+``inject_into`` (the parent conversation when the spawn said "parent") as a message the model
+reads as input. A parent turn that is still running sees it in its next round's history; a
+finished one, in the next turn. As seed 002 has it, a null ``inject_into`` only logs the
+answer (on the Subagent row, and in the helper's own conversation), and a helper that answers
+``{"silent": true, "reason": "..."}`` is not posted anywhere: nobody gets an empty
+notification.
 
 Depth: a conversation that is not a subagent's is depth 0; a subagent spawned from depth d is
 at d + 1, and the Subagents group's ``max_depth`` (at most 2) bounds it. ``max_concurrent`` is
@@ -20,7 +24,9 @@ turn. A spawn that was still running when Stop came stops its helper as soon as 
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +39,31 @@ from tools_app.errors import PolicyDenied, ToolError
 logger = logging.getLogger(__name__)
 
 HARD_MAX_DEPTH = 2
+# Appended to the helper's task: how to say there is nothing to report (seed 002).
+SILENT_NOTE = (
+    "\n\n(You are a subagent. If you find nothing worth reporting, answer with exactly "
+    '{"silent": true, "reason": "<why, in a few words>"} and nothing else: then nobody is '
+    "notified.)"
+)
+_FENCED = re.compile(r"^```(?:json)?\s*(?P<body>.*?)\s*```$", re.DOTALL)
+
+
+def silent_reason(answer: str) -> str | None:
+    """The reason of a silent answer (``{"silent": true, "reason": "..."}``, fenced or not),
+    or None when the answer is something to report."""
+    text = answer.strip()
+    fenced = _FENCED.match(text)
+    if fenced:
+        text = fenced.group("body")
+    if not text.startswith("{"):
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(value, dict) or value.get("silent") is not True:
+        return None
+    return str(value.get("reason") or "nothing to report")[:2000]
 
 
 def conversation_depth(conversation_id: int | None) -> int:
@@ -131,7 +162,10 @@ def subagent_spawn(
             turn = turn_start(
                 conversation=child,
                 user_id=user_id,
-                text=spec.message,
+                # A slash command runs as written, with no model to tell anything.
+                text=spec.message
+                if spec.message.lstrip().startswith("/")
+                else spec.message + SILENT_NOTE,
                 model=spec.model,
                 max_rounds=max_rounds,
                 origin=Message.Origin.TASK,
@@ -182,7 +216,8 @@ def subagent_describe(subagent: Subagent) -> dict[str, Any]:
         "depth": subagent.depth,
         "conversation_id": subagent.conversation_id,
         "conversation_url": f"/c/{subagent.conversation_id}/",
-        "result_to": subagent.inject_into_id or subagent.parent_conversation_id,
+        # None: the answer is only logged (kept on the subagent and in its conversation).
+        "result_to": subagent.inject_into_id,
     }
 
 
@@ -231,12 +266,24 @@ def subagent_deliver(subagent_id: int, *, turn_status: str) -> bool:
     settings = selectors.group_settings("subagents")
     limit = int(getattr(settings, "max_result_chars", 8000))
     answer = _answer(subagent)
+    reason = silent_reason(answer) if status == Subagent.Status.SUCCEEDED else None
+    if reason is not None:
+        Subagent.objects.filter(pk=subagent_id).update(result=reason, silent=True)
+        logger.info(
+            "subagent %s (%s) had nothing to report: %s", subagent_id, subagent.name, reason
+        )
+        return True
     if len(answer) > limit:
         cut = f"[cut at {limit:,} characters; the rest is in its conversation]"
         answer = f"{answer[:limit]}\n\n{cut}"
     Subagent.objects.filter(pk=subagent_id).update(result=answer)
-    target = subagent.inject_into_id or subagent.parent_conversation_id
-    if target is None or not Conversation.objects.filter(pk=target).exists():
+    target = subagent.inject_into_id
+    if target is None:
+        logger.info(
+            "subagent %s (%s) %s; its answer is only logged", subagent_id, subagent.name, status
+        )
+        return True
+    if not Conversation.objects.filter(pk=target).exists():
         return True
     word = {"succeeded": "finished"}.get(status, f"ended ({Subagent.Status(status).label})")
     content = (

@@ -27,3 +27,12 @@ def webhook_deliver(self: Any, delivery_id: int) -> None:
     wait = delivery_attempt(delivery_id)
     if wait is not None:
         raise self.retry(countdown=wait)
+
+
+@shared_task(name="platform_app.tasks.memory_backfill", ignore_result=True)
+def memory_backfill() -> None:
+    """Embed memory the configured embedder has no vectors for, a batch at a time, queueing
+    itself again while some is left (``memory_backfill_kick`` starts it)."""
+    from platform_app.memory.backfill import backfill_batch
+
+    backfill_batch()

@@ -527,3 +527,7 @@ class ApiToken(models.Model):
     @property
     def agent_deleted(self) -> bool:
         return self.scoped and self.agent_id is None
+
+
+# Models of executor packages belong to this app (their package is inside it).
+from tools_app.executors.research.models import ResearchSource as ResearchSource  # noqa: E402

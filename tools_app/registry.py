@@ -57,6 +57,9 @@ class ToolGroup:
     listing: Callable[[Any], list[dict[str, str]]] | None = field(
         default=None, compare=False, hash=False
     )
+    # For the Tools Manager's overview: the settings fields that say most about what the
+    # group may do (shown with the group; the timeout when none are named).
+    limits: tuple[str, ...] = field(default=(), compare=False, hash=False)
 
 
 GROUPS: dict[str, ToolGroup] = {}
@@ -90,6 +93,10 @@ class BaseTool(BaseModel, Generic[SettingsT]):
     tool_activity: ClassVar[str | None] = None
     tool_output: ClassVar[type[BaseModel] | None] = None
     tool_slash: ClassVar[str | None] = None
+    # Argument names a tool had before its schema followed the seeds, mapped to today's
+    # (old → new): calls written for the old schema (saved prompts, schedules' slash
+    # commands) keep working; the model is shown only the new names.
+    field_aliases: ClassVar[dict[str, str]] = {}
 
     def __init_subclass__(
         cls,
@@ -142,6 +149,11 @@ class BaseTool(BaseModel, Generic[SettingsT]):
         # so a model that follows them sends null for "not given": take the default then.
         if not isinstance(data, dict):
             return data
+        if cls.field_aliases:
+            data = dict(data)
+            for old, new in cls.field_aliases.items():
+                if old in data and new not in data:
+                    data[new] = data.pop(old)
         return {
             key: value
             for key, value in data.items()

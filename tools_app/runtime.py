@@ -82,6 +82,9 @@ class ActivityContext(Generic[SettingsT]):
     sandbox_id: str = ""
     # The call's scope (BindContext.scope), for activities that start turns: they carry it on.
     scope: list[str] | None = None
+    # The turn the call belongs to (None: the Test button, an API or /mcp/ call), for state
+    # kept per turn (the research tools' numbered sources).
+    turn_id: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

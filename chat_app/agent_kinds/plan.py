@@ -17,25 +17,37 @@ from tools_app.models import ToolCall
 
 
 def plan_apply(*, call_id: int, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-    """Store the new plan on the call's turn (when it has one) and publish the checklist."""
+    """Store the new plan on the call's turn (when it has one) and publish the checklist.
+
+    ``generate_plan`` (the seed's fields): ``research_goal``, ``planned_steps``,
+    ``search_strategies``. ``adapt_plan``: ``new_goal`` (empty keeps the goal),
+    ``plan_changes``, ``next_steps`` (what is left), ``done_steps`` (numbers of the current
+    plan's steps now done): the checklist keeps the steps done so far, then the next ones."""
     call = ToolCall.objects.filter(pk=call_id).only("turn_id").first()
     turn = Turn.objects.filter(pk=call.turn_id).first() if call and call.turn_id else None
     plan: dict[str, Any] = dict(turn.plan) if turn and turn.plan else {}
-    done = set(args.get("done_steps") or [])
-    plan["steps"] = [
-        {"text": text, "done": i in done} for i, text in enumerate(args["steps"], start=1)
-    ]
-    if args.get("goal"):
-        plan["goal"] = args["goal"]
-    plan["reasoning"] = args.get("reasoning", "")
-    if tool == "adapt_plan":
+    if tool == "generate_plan":
+        plan["goal"] = args["research_goal"]
+        plan["steps"] = [{"text": text, "done": False} for text in args["planned_steps"]]
+        plan["strategies"] = list(args.get("search_strategies") or [])
+    else:
+        done_now = set(args.get("done_steps") or [])
+        kept = [
+            {"text": step["text"], "done": True}
+            for i, step in enumerate(plan.get("steps") or [], start=1)
+            if step.get("done") or i in done_now
+        ]
+        plan["steps"] = kept + [{"text": text, "done": False} for text in args["next_steps"]]
+        if args.get("new_goal"):
+            plan["goal"] = args["new_goal"]
         plan.setdefault("changes", []).append(
             {
-                "changes": args.get("changes", []),
+                "changes": args.get("plan_changes", []),
                 "reasoning": args.get("reasoning", ""),
                 "at": timezone.now().isoformat(timespec="seconds"),
             }
         )
+    plan["reasoning"] = args.get("reasoning", "")
     plan["version"] = int(plan.get("version", 0)) + 1
     if turn is not None:
         Turn.objects.filter(pk=turn.pk).update(plan=plan)

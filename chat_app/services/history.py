@@ -147,7 +147,7 @@ def build_history(
                 out.append(
                     ChatMessage(
                         role="tool",
-                        content=data(json.dumps(result), f"result of {c.tool}"),
+                        content=data(json.dumps(result, ensure_ascii=False), f"result of {c.tool}"),
                         tool_call_id=call_request_id(c),
                         name=c.tool,
                         is_error=not result.get("success", False),

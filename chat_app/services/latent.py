@@ -45,7 +45,9 @@ def latent_execute(tool: type[BaseTool], args: BaseTool, ctx: ActivityContext) -
         )
     schema = plain_schema(tool.tool_output) if tool.tool_output else {"type": "object"}
     client = provider_client(provider)
-    request = json.dumps({"tool": tool.tool_name, "arguments": args.model_dump(mode="json")})
+    request = json.dumps(
+        {"tool": tool.tool_name, "arguments": args.model_dump(mode="json")}, ensure_ascii=False
+    )
     try:
         output = asyncio.run(
             client.complete_json(

@@ -508,7 +508,12 @@ def _round_complete(plan: RoundPlan, text: str, outcome: ModelReply | BaseExcept
         turn_finish(turn, status=Turn.Status.FAILED, error=error, notice=f"⚠ {notice}")
         return
     _close_message(plan, outcome.text, state=Message.State.COMPLETE, record=record, shown=True)
-    requests = _tool_requests(outcome, native=plan.native, turn_id=plan.turn_id)
+    requests = _tool_requests(
+        outcome,
+        native=plan.native,
+        turn_id=plan.turn_id,
+        offered=[t.tool_name for t in plan.tools],
+    )
     if not requests:
         turn_finish(turn, status=Turn.Status.SUCCEEDED)
         return
@@ -532,13 +537,15 @@ def round_crashed(turn_id: int, exc: BaseException) -> None:
         turn_finish(turn, status=Turn.Status.FAILED, error=error, notice=f"⚠ {notice}")
 
 
-def _tool_requests(reply: ModelReply, *, native: bool, turn_id: int) -> list[CallRequest]:
+def _tool_requests(
+    reply: ModelReply, *, native: bool, turn_id: int, offered: list[str]
+) -> list[CallRequest]:
     if native:
         return [
             CallRequest(tool=c.name, arguments=c.arguments, call_id=c.id, index=i)
             for i, c in enumerate(reply.tool_calls)
         ]
-    parsed = parse_tool_calls(reply.text)
+    parsed = parse_tool_calls(reply.text, offered)
     if parsed:
         # A block the model copied from a result (a page saying ">>> RUN COMMAND: …") is a
         # quotation, not a call.

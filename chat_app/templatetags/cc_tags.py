@@ -120,3 +120,11 @@ def get_item(row: Any, key: str) -> Any:
 def conversation_title(title: str) -> str:
     """A conversation's title; the placeholder of one not yet named, in the page's language."""
     return gettext("New conversation") if title == DEFAULT_TITLE else title
+
+
+@register.filter
+def web_url(value: Any) -> str:
+    """``value`` when it is an http(s) URL, else "": links built from what tools returned
+    (a search backend's results) must never be ``javascript:`` or ``data:``."""
+    text = str(value or "").strip()
+    return text if text.lower().startswith(("http://", "https://")) else ""

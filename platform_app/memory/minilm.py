@@ -98,6 +98,15 @@ class MiniLM:
             for k, v in self.w.items()
             if k.endswith(".weight") and v.ndim == 2 and not k.startswith("embeddings.")
         }
+        # Query, key and value of a layer as one product: one pass over the input and one
+        # call instead of three (a short query's embedding is mostly these calls).
+        for i in range(LAYERS):
+            p = f"encoder.layer.{i}.attention.self"
+            parts = [f"{p}.query", f"{p}.key", f"{p}.value"]
+            self.linear[f"{p}.qkv"] = np.ascontiguousarray(
+                np.concatenate([self.linear[n] for n in parts], axis=1)
+            )
+            self.w[f"{p}.qkv.bias"] = np.concatenate([self.w[f"{n}.bias"] for n in parts])
 
     def _p(self, name: str) -> np.ndarray:
         return self.w[name]  # type: ignore[no-any-return]
@@ -127,9 +136,9 @@ class MiniLM:
             def split(t: np.ndarray) -> np.ndarray:
                 return t.reshape(batch, tokens, HEADS, head).transpose(0, 2, 1, 3)
 
-            q = split(self._dense(x, f"{p}.attention.self.query"))
-            k = split(self._dense(x, f"{p}.attention.self.key"))
-            v = split(self._dense(x, f"{p}.attention.self.value"))
+            q, k, v = (
+                split(t) for t in np.split(self._dense(x, f"{p}.attention.self.qkv"), 3, axis=-1)
+            )
             scores = q @ k.transpose(0, 1, 3, 2) * (head**-0.5) + blocked
             scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
             scores /= scores.sum(axis=-1, keepdims=True)
@@ -175,7 +184,14 @@ def get_model() -> MiniLM:
     global _model
     with _lock:
         if _model is None:
-            _model = MiniLM(model_dir())
+            path = model_dir()
+            try:
+                _model = MiniLM(path)
+            except Exception as exc:  # damaged files: say so, and search goes on by full text
+                raise ModelMissing(
+                    f"the local embedding model in {path} cannot be loaded: "
+                    f"{type(exc).__name__}: {exc}"
+                ) from exc
             # One BLAS thread: a query is a few small matrix products, which OpenBLAS's
             # threads slow down (5-10x on a busy 2-core machine, measured), and a worker
             # already runs calls in parallel. Process-wide; nothing else here uses BLAS.

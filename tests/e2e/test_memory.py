@@ -36,8 +36,9 @@ def test_a_person_saves_a_memory_and_searches_it(page, user):
     result = found.locator(".toolcall-result")
     expect(result).to_contain_text("The spare office key is in the blue drawer.")
     expect(result).to_contain_text('"source": "e2e"')
-    expect(result).to_contain_text("full-text search only")
-    expect(found.locator(".toolcall-output")).to_contain_text("1 result(s), full-text search")
+    # Hybrid by default: the local model runs in the worker, offline.
+    expect(result).to_contain_text('"mode": "hybrid"')
+    expect(found.locator(".toolcall-output")).to_contain_text("1 result(s), hybrid search")
     page.screenshot(path="var/test-memory-e2e.png", full_page=True)
 
 

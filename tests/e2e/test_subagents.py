@@ -25,11 +25,12 @@ def test_a_subagent_starts_and_its_answer_arrives_later(page, user, llm, provide
 
     def model(body: dict[str, Any]) -> Reply:
         users = [m["content"] for m in body["messages"] if m["role"] == "user"]
-        if users and users[0] == TASK:
+        if users and users[0].startswith(TASK):
             assert gate.wait(30)
             return Reply(text="Mars has **two** moons: Phobos and Deimos.")
         if not any(m["role"] == "tool" for m in body["messages"]):
-            return Reply(calls=[Call("subagent_spawn", {"name": "astronomer", "message": TASK})])
+            spawn = {"name": "astronomer", "message": TASK, "inject_into": "parent"}
+            return Reply(calls=[Call("subagent_spawn", spawn)])
         return Reply(text="I asked a helper; its answer will appear here.")
 
     llm.set_default(model)

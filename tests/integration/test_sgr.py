@@ -62,17 +62,19 @@ PLAN = Call(
     "generate_plan",
     {
         "reasoning": "Two facts to collect.",
-        "goal": "Report on Jaguar cars",
-        "steps": ["Check the date", "Write the report"],
+        "research_goal": "Report on Jaguar cars",
+        "planned_steps": ["Check the date", "Find the sales", "Write the report"],
+        "search_strategies": ["The maker's own figures", "Recent news"],
     },
 )
 ADAPT = Call(
     "adapt_plan",
     {
         "reasoning": "The date is known.",
-        "changes": ["Date checked"],
-        "goal": None,
-        "steps": ["Check the date", "Write the report"],
+        "original_goal": "Report on Jaguar cars",
+        "new_goal": "Report on Jaguar cars",
+        "plan_changes": ["Date checked"],
+        "next_steps": ["Find the sales", "Write the report"],
         "done_steps": [1],
     },
 )
@@ -201,7 +203,7 @@ def test_a_research_turn_clarifies_plans_reports_and_finishes(
     ]  # fmt: skip
     assert all(c.status == "succeeded" for c in calls), [(c.tool, c.error) for c in calls]
     assert turn.plan["goal"] == "Report on Jaguar cars"
-    assert [s["done"] for s in turn.plan["steps"]] == [True, False]
+    assert [s["done"] for s in turn.plan["steps"]] == [True, False, False]
     assert turn.plan["changes"][0]["changes"] == ["Date checked"]
     result = calls[8].result
     workspace = workspace_dir_for(workspace_id_for(conversation_id=conversation.pk, user_id=None))

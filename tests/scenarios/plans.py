@@ -47,13 +47,13 @@ def native_plan() -> list[Step]:
             "fix the code",
             text="The test fails: add() subtracts. Fixing it.",
             calls=[("write_file", {"path": "src/calc.py", "content": FIXED})],
-            expect=[failed_with("tests failed", "1 failed", "assert -1 == 5", '"passed": false')],
+            expect=[failed_with("tests failed", "1 failed", "assert -1 == 5", '"returncode": 1')],
         ),
         Step("run the tests again", calls=[("run_tests", {})], expect=[succeeded]),
         Step(
             "stage",
             calls=[("git_add", {"files": ["src/calc.py", "tests/test_calc.py"]})],
-            expect=[succeeded, output_has("1 passed", '"passed": true')],
+            expect=[succeeded, output_has("1 passed", '"returncode": 0')],
         ),
         Step(
             "commit",

@@ -65,9 +65,9 @@ def assert_native_scenario(turn: Turn, llm, conversation, plan: list[Step]) -> N
     calls = calls_of(turn)
     assert [(c.tool, c.status) for c in calls] == NATIVE_CALLS, [c.result for c in calls]
     failing = calls[2].result
-    assert failing["passed"] is False and failing["exit_code"] == 1
+    assert failing["success"] is False and failing["returncode"] == 1
     assert "assert -1 == 5" in calls[2].output  # streamed live to the card
-    assert calls[4].result["passed"] is True
+    assert calls[4].result["success"] is True
     head = assert_committed(conversation, files={"src/calc.py", "tests/test_calc.py"})
     assert calls[6].result["commit"] == head
     assert len(llm.requests) == len(plan)

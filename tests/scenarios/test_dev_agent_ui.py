@@ -66,7 +66,7 @@ def test_a_person_watches_the_agent_fix_the_code_and_commit(
     expect(cards(page, "write_file").locator(".status-word")).to_have_text(["succeeded"] * 3)
     expect(cards(page, "git_add").locator(".status-word")).to_have_text("succeeded")
     runs.nth(0).locator(".toolcall-details summary").click()  # show the failure's output
-    expect(runs.nth(0).locator(".toolcall-result")).to_contain_text('"passed": false')
+    expect(runs.nth(0).locator(".toolcall-result")).to_contain_text('"returncode": 1')
     screenshot_whole_conversation(page)
 
     assert_no_surprises(llm)

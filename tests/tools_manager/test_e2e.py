@@ -181,3 +181,17 @@ def test_a_switch_the_server_refuses_flips_back_and_says_so(page, staff_user):
     expect(page.locator("#group-time .group-row .switch-error")).to_have_text("not saved (503)")
     expect(group_switch(page)).to_be_checked()
     assert selectors.group_enabled("time") is True
+
+
+def test_an_admin_reads_a_groups_limits_and_its_docs_page(page, staff_user):
+    from tests.e2e.test_layout import axe_violations
+
+    as_admin(page)
+    browser_row = page.locator("#group-browser")
+    expect(browser_row.locator(".key-limits")).to_contain_text("Timeout: 30 s")
+    expect(browser_row.locator(".key-limits")).to_contain_text("Allowed domains: any public host")
+    page.get_by_role("link", name="Docs of Docker").click()
+    expect(page.get_by_role("heading", name="Docker tools")).to_be_visible()
+    expect(page.locator(".group-docs")).to_contain_text("container_run")
+    assert axe_violations(page) == []
+    shot(page, "docs-docker")

@@ -111,3 +111,54 @@ def test_the_page_lists_groups_functions_and_their_switches(staff_client):
     assert '<select id="approval-current_time" name="approval_mode"' in html
     assert 'role="switch"' in html
     assert "never tested" in html
+
+
+def test_the_overview_shows_each_groups_key_limits(staff_client):
+    # Seed 003's Tools Manager: "Browser Tool — Timeout: 30s, Max screenshots: 10, Allowed
+    # domains: *.github.com, ..." on the overview, without opening each group.
+    ToolGroupConfig.objects.update_or_create(
+        name="browser",
+        defaults={
+            "settings": {
+                "timeout_seconds": 45,
+                "allowed_domains": ["*.github.com", "docs.python.org", "a.example", "b.example"],
+            }
+        },
+    )
+    html = staff_client.get("/tools/").content.decode()
+    browser = html[html.index('id="group-browser"') :]
+    browser = browser[: browser.index("</tbody>")]
+    limits = browser[browser.index('class="key-limits"') :]
+    assert '<span class="limit-label">Timeout:</span> 45 s' in limits
+    assert (
+        '<span class="limit-label">Allowed domains:</span> '
+        "*.github.com, docs.python.org, a.example (+1 more)"
+    ) in limits
+    assert '<span class="limit-label">Max screenshots per conversation:</span> 10' in limits
+    shell = html[html.index('id="group-shell"') :]
+    assert '<span class="limit-label">Allowed commands:</span> any program' in shell
+    file = html[html.index('id="group-file"') :]
+    assert '<span class="limit-label">Max file size:</span> 1 MB' in file
+
+
+def test_each_group_has_a_docs_page_the_model_and_the_admin_read(staff_client, user):
+    # Seeds 000 and 002: a page per tool group, readable through docs_read and linked from the
+    # Tools Manager. Each page names every function of its group.
+    from tests.tools.calls import ok, run_tool
+    from tools_app.registry import GROUPS
+
+    html = staff_client.get("/tools/").content.decode()
+    for name, group in GROUPS.items():
+        row = manager_selectors.group_row(name)
+        assert row.docs_page == f"tools/{name}.md", name
+        assert f'href="/tools/groups/{name}/docs/"' in html, name
+        page = ok(run_tool("docs_read", user=user, path=f"docs/{row.docs_page}"))["content"]
+        for tool in group.tools:
+            assert f"`{tool.tool_name}" in page, (name, tool.tool_name)
+    shown = staff_client.get("/tools/groups/docker/docs/")
+    assert shown.status_code == 200
+    assert "<h1>Docker tools</h1>" in shown.content.decode()
+    assert "container_run" in shown.content.decode()
+    overview = ok(run_tool("docs_read", user=user, path="docs/tools/README.md"))["content"]
+    assert all(f"({name}.md)" in overview for name in GROUPS)
+    assert staff_client.get("/tools/groups/nope/docs/").status_code == 404

@@ -33,7 +33,7 @@ def test_each_group_has_a_row_with_its_status(staff_client):
     html = staff_client.get("/tools/").content.decode()
     for group in PLATFORM_GROUPS:
         assert f'id="group-{group}"' in html
-    assert "full-text only" in html  # Memory with no embedder configured
+    assert "local all-MiniLM-L6-v2" in html  # Memory: hybrid search by default
     assert "beat in-process" in html or "celery beat" in html  # Schedules: who ticks
     for fn in ("memory_save", "docs_read", "skill_load", "send_message", "schedule_add"):
         assert f'href="/tools/functions/{fn}/test/"' in html

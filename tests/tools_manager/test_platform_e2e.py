@@ -34,19 +34,19 @@ def test_an_admin_configures_memory_and_sees_skills(page, staff_user, data_skill
     login(page, "root", "root-password-1")
     page.goto("/tools/")
     memory = page.locator("#group-memory")
-    expect(memory.locator(".sandbox-cell")).to_contain_text("full-text only")
+    expect(memory.locator(".sandbox-cell")).to_contain_text("local all-MiniLM-L6-v2")
     listing = page.locator("#group-skills-listing")
     expect(listing).to_contain_text("release-notes — Write release notes from the git log.")
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / "tools-platform.png"), full_page=True)
 
     page.get_by_role("link", name="Edit Memory settings").click()
-    page.get_by_label("Embedder").select_option("local")
+    page.get_by_label("Embedder").select_option("none")
     page.get_by_role("button", name="Save").click()
     expect(page.locator("#settings-saved")).to_contain_text("embedder changed")
     page.goto("/tools/")
-    expect(page.locator("#group-memory .sandbox-cell")).to_contain_text("local all-MiniLM-L6-v2")
-    assert selectors.group_settings("memory").embedder == "local"
+    expect(page.locator("#group-memory .sandbox-cell")).to_contain_text("full-text only")
+    assert selectors.group_settings("memory").embedder == "none"
 
     page.get_by_role("link", name="Test skill_load").click()
     expect(page.locator("#id_arg-name")).to_have_value("release-notes")

@@ -38,7 +38,7 @@ def test_every_sandboxed_function_passes_its_test_run(page, staff_user):
             page,
             "file_write",
             {"Path": "notes/a.txt", "Content": "alpha\nbeta\n"},
-            result=('"bytes_written": 11',),
+            result=('"size_bytes": 11',),
         )
         run_test(page, "file_read", {"Path": "notes/a.txt"}, result=("alpha",))
         run_test(page, "file_list", {"Path": "notes"}, result=("notes/a.txt",))
@@ -56,7 +56,7 @@ def test_every_sandboxed_function_passes_its_test_run(page, staff_user):
         run_test(page, "read_file", {"Path": "m.py"}, result=("return 1",))
         run_test(page, "list_directory", {}, result=("test_m.py",))
         run_test(page, "search_code", {"Pattern": "def f"}, result=("m.py:1:def f():",))
-        run_test(page, "run_tests", {}, result=('"passed": true',))
+        run_test(page, "run_tests", {}, result=('"returncode": 0',))
         status = run_test(page, "git_status", {}, result=('"exit_code": 0',))
         expect(status.locator(".toolcall-output")).to_contain_text("on main")
         run_test(page, "git_add", {"Files": "m.py\ntest_m.py"}, result=("A  m.py",))

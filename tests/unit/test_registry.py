@@ -154,3 +154,42 @@ def test_the_contract_argument_names():
     assert TOOLS["memory_search"].model_fields["top_k"].default == 10
     assert TOOLS["docs_search"].model_fields["top_k"].default == 5
     assert TOOLS["memory_save"].model_fields["source"].default == "manual"
+
+
+def test_the_seed_schemas_of_the_dev_and_research_tools():
+    """Seed 000's coding-agent tools and seed 004's research tools, field for field."""
+
+    def props(name):
+        return TOOLS[name].openai_schema(strict=False)["function"]["parameters"]
+
+    run_tests = props("run_tests")
+    assert list(run_tests["properties"]) == ["command", "cwd"] and run_tests["required"] == []
+    assert run_tests["properties"]["command"]["default"] == "pytest -q --tb=short"
+    assert run_tests["properties"]["cwd"]["default"] == "."
+    listing = props("list_directory")
+    assert listing["properties"]["recursive"]["default"] is False
+    assert props("read_file")["required"] == ["path"]
+    assert props("write_file")["required"] == ["path", "content"]
+    assert props("git_add")["required"] == ["files"] and props("git_commit")["required"] == [
+        "message"
+    ]
+    assert props("git_status")["properties"] == {}
+    search = props("web_search")
+    assert list(search["properties"]) == ["reasoning", "query", "max_results"]
+    assert search["required"][0] == "reasoning"
+    assert (
+        search["properties"]["max_results"]["minimum"],
+        search["properties"]["max_results"]["maximum"],
+    ) == (1, 10)
+    assert search["properties"]["max_results"]["default"] == 5
+    extract = props("extract_page_content")
+    assert list(extract["properties"]) == ["reasoning", "urls"]
+    assert extract["required"] == ["reasoning", "urls"]
+    assert (
+        extract["properties"]["urls"]["minItems"],
+        extract["properties"]["urls"]["maxItems"],
+    ) == (1, 5)
+    strict = TOOLS["web_search"].openai_schema(strict=True)["function"]["parameters"]
+    assert strict["properties"]["reasoning"]["type"] == "string"  # required, not nullable
+    # A person's slash command may still leave the reasoning out.
+    assert TOOLS["web_search"].model_validate({"query": "x"}).reasoning == ""

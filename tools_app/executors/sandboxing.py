@@ -16,6 +16,7 @@ from tools_app.errors import ToolCancelled, ToolError, ToolTimeout
 from tools_app.registry import GroupSettings
 from tools_app.runtime import ActivityContext
 from tools_app.sandbox import ExecRequest, ExecResult, SandboxError, get_sandbox
+from tools_app.sandbox.base import Mount, Sandbox
 
 Backend = Literal["auto", "docker", "bubblewrap", "none"]
 
@@ -32,6 +33,12 @@ class SandboxedSettings(GroupSettings):
     )
 
 
+def sandbox_for(settings: SandboxedSettings) -> Sandbox:
+    """The sandbox the group's settings name (SandboxError when it is not there)."""
+    backend = None if settings.sandbox_backend == "auto" else settings.sandbox_backend
+    return get_sandbox(backend)
+
+
 def run_in_sandbox(
     ctx: ActivityContext,
     settings: SandboxedSettings,
@@ -44,10 +51,10 @@ def run_in_sandbox(
     env: dict[str, str] | None = None,
     cwd: str = "/workspace",
     stream: bool = True,
+    mounts: tuple[Mount, ...] = (),
 ) -> ExecResult:
-    backend = None if settings.sandbox_backend == "auto" else settings.sandbox_backend
     try:
-        sandbox = get_sandbox(backend)
+        sandbox = sandbox_for(settings)
         ctx.extra["sandbox_backend"] = sandbox.name
         with tracing.span("sandbox exec", attributes={"cc.sandbox.backend": sandbox.name}) as span:
             # The command may continue the trace (the OTel convention for environment carriers).
@@ -60,6 +67,7 @@ def run_in_sandbox(
                 timeout=timeout,
                 max_output=max_output,
                 network=network,
+                mounts=mounts if sandbox.name != "none" else (),
             )
             result = sandbox.exec(
                 ctx.workspace_id,

@@ -4,6 +4,7 @@ enabled tools' schemas (the API endpoint and ``export_tool_schemas``)."""
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from django.utils import timezone
 
 from tools_app import selectors
 from tools_app.i18n import text_localized
+from tools_app.manager.limits import key_limits
 from tools_app.models import ToolCall, ToolFunctionConfig, ToolGrant, ToolGroupConfig, ToolSource
 from tools_app.registry import BaseTool, GroupSettings, ToolGroup
 from tools_app.services.grants import EVERYONE, group_grants
@@ -73,6 +75,8 @@ class GroupRow:
     last_test: ToolCall | None = None
     functions: list[FunctionRow] = field(default_factory=list)
     listing: list[dict[str, str]] = field(default_factory=list)
+    limits: list[dict[str, str]] = field(default_factory=list)
+    docs_page: str = ""  # under docs/: "tools/<group>.md", its page for people and the model
     source: ToolSource | None = None  # imported groups: the MCP server or OpenAPI document
     # The groups of people granted the whole tool group (or source); functions granted one
     # by one are counted apart. Neither: only admins may use it ("not granted yet").
@@ -234,9 +238,21 @@ def group_rows(names: list[str] | None = None) -> list[GroupRow]:
                     for tool in sorted(group.tools, key=lambda t: t.tool_name)
                 ],
                 listing=_listing(group, settings),
+                limits=key_limits(group, settings),
+                docs_page=group_docs_page(group.name, source.kind if source else ""),
             )
         )
     return rows
+
+
+def group_docs_page(name: str, source_kind: str = "") -> str:
+    """The group's page in ``docs/tools/`` (an imported group: its kind's page), or ""."""
+    from django.conf import settings as django_settings
+
+    page = f"{source_kind or name}.md"
+    if not re.fullmatch(r"[a-z0-9_]+\.md", page):
+        return ""
+    return f"tools/{page}" if (django_settings.PROJECT_DOCS_DIR / "tools" / page).is_file() else ""
 
 
 def _granted_to() -> dict[tuple[str, str], list[str]]:

@@ -10,6 +10,7 @@ urlpatterns = [
     path("", views.manager, name="manager"),
     path("groups/<str:group>/edit/", views.group_edit, name="group_edit"),
     path("groups/<str:group>/enabled/", views.group_toggle, name="group_toggle"),
+    path("groups/<str:group>/docs/", views.group_docs, name="group_docs"),
     path("functions/<str:tool>/test/", views.function_test, name="function_test"),
     path("functions/<str:tool>/limits/", views_sources.function_limits, name="function_limits"),
     path(

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any, TypeVar
 
+from django.conf import settings as django_settings
 from django.contrib import messages
 from django.contrib.auth.models import Group
 from django.contrib.auth.views import redirect_to_login
@@ -27,11 +28,13 @@ from django.http import (
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import reswap, retarget
 from django_htmx.middleware import HtmxDetails
 from pydantic import ValidationError
 
+from infra.markdown import markdown_html
 from tools_app import selectors
 from tools_app.manager import audit_selectors
 from tools_app.manager import selectors as manager_selectors
@@ -112,6 +115,20 @@ def function_toggle(request: HtmxHttpRequest, tool: str, switch: str) -> HttpRes
         user=request.user, tool=tool, switch=switch, value=_posted_bool(request, switch)
     )
     return _group_body(request, found.tool_group)
+
+
+@staff_only
+@require_GET
+def group_docs(request: HtmxHttpRequest, group: str) -> HttpResponse:
+    """The group's page of docs/tools/, the one the model reads with docs_read."""
+    if selectors.group_named(group) is None:
+        raise Http404("unknown tool group")
+    row = manager_selectors.group_row(group)
+    if not row.docs_page:
+        raise Http404("this tool group has no page in docs/tools/")
+    text = (django_settings.PROJECT_DOCS_DIR / row.docs_page).read_text(encoding="utf-8")
+    html = mark_safe(markdown_html(text, breaks=False))  # noqa: S308 - sanitised by nh3
+    return render(request, "tools/group_docs.html", {"row": row, "html": html})
 
 
 @staff_only

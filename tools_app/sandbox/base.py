@@ -42,6 +42,37 @@ def _check_argv_env(argv: list[str], env: dict[str, str]) -> None:
             raise ValueError(f"invalid environment variable name or value: {key!r}")
 
 
+HOST_FOLDERS = "/mnt"  # where host folders an admin granted appear in a sandbox
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A host directory an admin granted, bind-mounted at ``target`` (``/mnt/<name>``),
+    read-only unless ``writable``."""
+
+    source: Path
+    target: str
+    writable: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.source.is_absolute():
+            raise ValueError(f"a mount's source must be an absolute path, not {self.source}")
+        target = posixpath.normpath(self.target)
+        if not target.startswith(HOST_FOLDERS + "/") or target.count("/") != 2:
+            raise ValueError(f"a host folder is mounted at {HOST_FOLDERS}/<name>, not {target}")
+
+
+def mounts_key(mounts: tuple[Mount, ...]) -> str:
+    """A short name for a set of mounts: a warm container is made with one set, and one
+    with another set (or none) is another container."""
+    if not mounts:
+        return ""
+    import hashlib
+
+    text = "\n".join(f"{m.source}|{m.target}|{int(m.writable)}" for m in sorted(mounts, key=str))
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
 @dataclass
 class ExecRequest:
     argv: list[str]
@@ -51,6 +82,7 @@ class ExecRequest:
     timeout: float = 60.0  # seconds; on expiry the whole process tree is killed
     max_output: int = 1_000_000  # bytes kept per stream; the rest is drained and dropped
     network: bool = False
+    mounts: tuple[Mount, ...] = ()  # host folders (docker and bubblewrap; "none" has no mounts)
 
     def __post_init__(self) -> None:
         # Validate before anything runs: a bad request is the caller's bug, not a broken sandbox.

@@ -118,6 +118,8 @@ class BubblewrapSandbox(Sandbox):
             cmd += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
         cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]  # noqa: S108 - sandbox path
         cmd += ["--bind", str(workspace), WORKSPACE]
+        for mount in req.mounts:  # host folders an admin granted, at /mnt/<name>
+            cmd += ["--bind" if mount.writable else "--ro-bind", str(mount.source), mount.target]
         for extra in ro_binds or []:
             cmd += ["--ro-bind", str(extra), str(extra)]
         for name, path in (data_files or {}).items():

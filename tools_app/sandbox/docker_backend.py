@@ -44,6 +44,7 @@ from tools_app.sandbox.base import (
     WORKSPACE,
     ExecRequest,
     ExecResult,
+    Mount,
     OutputCallback,
     OutputSink,
     Sandbox,
@@ -163,7 +164,7 @@ class DockerSandbox(Sandbox):
         started_wall = time.time()
         ws = prepare_workspace(workspace_dir, self.uid)
         if self.use_runner and len(req.stdin or b"") <= RUNNER_MAX_STDIN:
-            cid, conn = self._runner_for(workspace_id, ws, req.network)
+            cid, conn = self._runner_for(workspace_id, ws, req.network, req.mounts)
             if conn is not None:
                 try:
                     return self._exec_on_runner(
@@ -188,13 +189,13 @@ class DockerSandbox(Sandbox):
     # -- the in-container runner (see docker_runner / runner_agent) -------------------------
 
     def _runner_for(
-        self, workspace_id: str, ws: Path, network: bool
+        self, workspace_id: str, ws: Path, network: bool, mounts: tuple[Mount, ...] = ()
     ) -> tuple[str, RunnerConnection | None]:
         """The warm container and this process's runner in it; ``None`` when it cannot run."""
         import docker.errors
 
         for attempt in range(2):
-            cid = self.pool.ensure(workspace_id, ws, network=network)
+            cid = self.pool.ensure(workspace_id, ws, network=network, mounts=mounts)
             if cid in self._no_runner:
                 return cid, None
             conn = self._runners.get(cid)
@@ -217,7 +218,7 @@ class DockerSandbox(Sandbox):
                             # The container went away (404) or is not running (409): again,
                             # with the container ensure() finds or makes now.
                             if attempt == 0 and exc.status_code in (404, 409):
-                                self.pool.forget(workspace_id, network)
+                                self.pool.forget(workspace_id, network, mounts)
                                 continue
                             raise
                 except RunnerUnavailable as exc:
@@ -332,7 +333,7 @@ class DockerSandbox(Sandbox):
         killed_reason = None
         if reason is None and exit_code == 137 and self.pool.oom_since(cid, started_wall):
             killed_reason = "memory limit (OOM)"
-        self.pool.touch(workspace_id, req.network)
+        self.pool.touch(workspace_id, req.network, req.mounts)
         return sink_result(
             started,
             sink,
@@ -375,7 +376,7 @@ class DockerSandbox(Sandbox):
         # The warm container may have died (OOM took its init, someone removed it): one retry
         # with a freshly created container.
         for attempt in range(2):
-            cid = self.pool.ensure(workspace_id, ws, network=req.network)
+            cid = self.pool.ensure(workspace_id, ws, network=req.network, mounts=req.mounts)
             with self.pool.errors():
                 try:
                     created = self.api.exec_create(
@@ -390,7 +391,7 @@ class DockerSandbox(Sandbox):
                     # 404: removed; 409: not running (dead, or still being started by another
                     # process). ensure() sorts out which. Anything else is a real engine error.
                     if attempt == 0 and exc.status_code in (404, 409):
-                        self.pool.forget(workspace_id, req.network)
+                        self.pool.forget(workspace_id, req.network, req.mounts)
                         continue
                     raise
             return cid, str(created["Id"])

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from infra import metrics
-from tools_app.sandbox.base import DEFAULT_PATH, WORKSPACE, SandboxError
+from tools_app.sandbox.base import DEFAULT_PATH, WORKSPACE, Mount, SandboxError, mounts_key
 from tools_app.sandbox.hardening import NETWORK, Hardening
 
 logger = logging.getLogger(__name__)
@@ -83,15 +83,19 @@ class _Warm:
 CREATE_DEADLINE_SECONDS = 30.0
 
 
-def container_name(workspace_id: str, network: bool, namespace: str = "1") -> str:
+def container_name(
+    workspace_id: str, network: bool, namespace: str = "1", mounts: tuple[Mount, ...] = ()
+) -> str:
     """Deterministic, docker-safe name; a hash keeps distinct ids distinct after cleaning.
     A namespace other than the default "1" keeps deployments sharing an engine apart (their
-    conversation ids overlap)."""
+    conversation ids overlap). Host folders (``mounts``) make another container: the file
+    tools' sandbox sees them, the shell's does not."""
     slug = re.sub(r"[^a-zA-Z0-9_.-]", "-", workspace_id)[:40].strip("-.") or "ws"
     if slug != workspace_id:
         slug += "-" + hashlib.sha256(workspace_id.encode()).hexdigest()[:8]
     prefix = "cc-sbx-" if namespace == "1" else f"cc-sbx-{namespace[:12]}-"
-    return f"{prefix}{slug}-{'net' if network else 'nonet'}"
+    variant = f"-m{mounts_key(mounts)}" if mounts else ""
+    return f"{prefix}{slug}-{'net' if network else 'nonet'}{variant}"
 
 
 _spawned = itertools.count(1)
@@ -174,8 +178,10 @@ class ContainerPool:
 
     # -- warm containers --------------------------------------------------------------------
 
-    def ensure(self, workspace_id: str, workspace: Path, *, network: bool) -> str:
-        name = container_name(workspace_id, network, self.namespace)
+    def ensure(
+        self, workspace_id: str, workspace: Path, *, network: bool, mounts: tuple[Mount, ...] = ()
+    ) -> str:
+        name = container_name(workspace_id, network, self.namespace, mounts)
         dir_id = _dir_id(workspace)
         warm = self._warm.get(name)
         if warm is not None and warm.workspace == workspace and warm.dir_id == dir_id:
@@ -186,12 +192,19 @@ class ContainerPool:
             warm = self._warm.get(name)
             if warm is not None and warm.workspace == workspace and warm.dir_id == dir_id:
                 return warm.container_id
-            cid = self._find_or_create(name, workspace_id, workspace, network)
+            cid = self._find_or_create(name, workspace_id, workspace, network, mounts)
             self._warm[name] = _Warm(cid, workspace, time.time(), dir_id)
             self._count()
             return cid
 
-    def _find_or_create(self, name: str, workspace_id: str, workspace: Path, network: bool) -> str:
+    def _find_or_create(
+        self,
+        name: str,
+        workspace_id: str,
+        workspace: Path,
+        network: bool,
+        mounts: tuple[Mount, ...] = (),
+    ) -> str:
         import docker.errors
 
         # Other processes may be creating, starting or removing the same name: go round until
@@ -205,7 +218,7 @@ class ContainerPool:
                     info = None
                 if info is not None:
                     status = info["State"]["Status"]
-                    if self._matches(info, workspace) and status in ("running", "created"):
+                    if self._matches(info, workspace, mounts) and status in ("running", "created"):
                         if status == "created":  # another process is just starting it
                             self._start(info["Id"])
                         return str(info["Id"])
@@ -219,7 +232,8 @@ class ContainerPool:
                     self._ensure_network()
                 try:
                     cid = self.api.create_container(
-                        self.image, **self._container_spec(name, workspace_id, workspace, network)
+                        self.image,
+                        **self._container_spec(name, workspace_id, workspace, network, mounts),
                     )["Id"]
                 except docker.errors.APIError as exc:
                     if exc.status_code == 409:  # another process won the race: use theirs
@@ -248,17 +262,29 @@ class ContainerPool:
                 time.sleep(0.05)
             raise
 
-    def _matches(self, info: dict[str, Any], workspace: Path) -> bool:
-        mounts = {m.get("Destination"): m.get("Source") for m in info.get("Mounts") or []}
+    def _matches(
+        self, info: dict[str, Any], workspace: Path, host_folders: tuple[Mount, ...] = ()
+    ) -> bool:
+        mounts = {
+            m.get("Destination"): (m.get("Source"), m.get("RW")) for m in info.get("Mounts") or []
+        }
         labels = info["Config"].get("Labels") or {}
+        wanted = {m.target: (str(m.source), m.writable) for m in host_folders}
+        present = {dest: got for dest, got in mounts.items() if dest != WORKSPACE}
         return (
             info["Config"].get("Image") == self.image
-            and mounts.get(WORKSPACE) == str(workspace)
+            and mounts.get(WORKSPACE, (None, None))[0] == str(workspace)
             and labels.get(LABEL_DIR_ID) == _dir_id(workspace)
+            and present == wanted
         )
 
     def _container_spec(
-        self, name: str, workspace_id: str, workspace: Path, network: bool
+        self,
+        name: str,
+        workspace_id: str,
+        workspace: Path,
+        network: bool,
+        mounts: tuple[Mount, ...] = (),
     ) -> dict[str, Any]:
         return self.hardening.create_kwargs(
             self.api,
@@ -273,6 +299,7 @@ class ContainerPool:
             },
             workspace=workspace,
             network=network,
+            host_folders=mounts,
         )
 
     # -- containers of long-lived processes (Sandbox.spawn) ---------------------------------
@@ -351,10 +378,10 @@ class ContainerPool:
                 self._warm.pop(name, None)
         self._count()
 
-    def forget(self, workspace_id: str, network: bool) -> None:
+    def forget(self, workspace_id: str, network: bool, mounts: tuple[Mount, ...] = ()) -> None:
         """Drop our cached id so the next ``ensure`` asks the engine again (and recreates a dead
         container, or waits for one another process is starting)."""
-        self._warm.pop(container_name(workspace_id, network, self.namespace), None)
+        self._warm.pop(container_name(workspace_id, network, self.namespace, mounts), None)
         self._count()
 
     def kill(self, cid: str) -> bool:
@@ -367,8 +394,8 @@ class ContainerPool:
             return False
         return True
 
-    def touch(self, workspace_id: str, network: bool) -> None:
-        warm = self._warm.get(container_name(workspace_id, network, self.namespace))
+    def touch(self, workspace_id: str, network: bool, mounts: tuple[Mount, ...] = ()) -> None:
+        warm = self._warm.get(container_name(workspace_id, network, self.namespace, mounts))
         if warm is not None:
             warm.last_used = time.time()
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tools_app.sandbox.base import WORKSPACE
+from tools_app.sandbox.base import Mount as HostFolder
 
 NETWORK = "cc-sandbox-net"  # user-defined bridge: dockerd may run with --bridge=none
 NOFILE = 256
@@ -43,6 +44,7 @@ class Hardening:
         workspace: Path,
         network: bool,
         ro_binds: Sequence[Path] = (),
+        host_folders: Sequence[HostFolder] = (),
         auto_remove: bool = False,
     ) -> dict[str, Any]:
         """Keyword arguments for ``api.create_container(image, **kwargs)`` (docker SDK's low-level
@@ -53,6 +55,10 @@ class Hardening:
         # Mounts, not "src:dst:rw" bind strings, so a ':' in a host path is harmless.
         mounts = [Mount(WORKSPACE, str(workspace), type="bind", read_only=False)]
         mounts += [Mount(str(path), str(path), type="bind", read_only=True) for path in ro_binds]
+        mounts += [
+            Mount(m.target, str(m.source), type="bind", read_only=not m.writable)
+            for m in host_folders
+        ]
         host_config = api.create_host_config(
             mounts=mounts,
             cap_drop=["ALL"],

@@ -34,7 +34,7 @@ def idle_seconds() -> float:
     return float(settings.SANDBOX_IDLE_SECONDS)
 
 
-def _deployment_label() -> str:
+def deployment_label() -> str:
     """Containers belong to one deployment: its workspaces directory. Two deployments (or two
     test runs) on one engine then never reuse, reap or remove each other's containers."""
     try:
@@ -55,7 +55,7 @@ def _build(name: str) -> Sandbox:
             memory=settings.SANDBOX_MEMORY,
             pids=settings.SANDBOX_PIDS,
             cpus=settings.SANDBOX_CPUS,
-            pool_label=settings.SANDBOX_POOL_LABEL or _deployment_label(),
+            pool_label=settings.SANDBOX_POOL_LABEL or deployment_label(),
             runner=settings.SANDBOX_DOCKER_RUNNER,
             runner_idle=idle_seconds(),
         )
@@ -201,4 +201,4 @@ def docker_container_name(workspace_id: str, network: bool = False) -> str:
     and tests: ``docker exec <name> ps``)."""
     from tools_app.sandbox.docker_containers import container_name
 
-    return container_name(workspace_id, network, _deployment_label())
+    return container_name(workspace_id, network, deployment_label())

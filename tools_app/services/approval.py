@@ -82,7 +82,7 @@ def toolcall_approve(
         ).update(
             status=ToolCall.Status.QUEUED,
             arguments=new_arguments,
-            raw_arguments=json.dumps(new_arguments),
+            raw_arguments=json.dumps(new_arguments, ensure_ascii=False),
             decided_by=user if getattr(user, "pk", None) else None,
             decision_note=note.strip()[:NOTE_MAX],
             version=F("version") + 1,

@@ -297,7 +297,7 @@ def toolcall_check(
     raw_text = (
         request.arguments
         if isinstance(request.arguments, str)
-        else json.dumps(request.arguments or {})
+        else json.dumps(request.arguments or {}, ensure_ascii=False)
     )
     call = ToolCall(
         conversation_id=ctx.conversation_id,

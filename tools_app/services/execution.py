@@ -119,6 +119,7 @@ def _execute(call: ToolCall, audit_open: bool) -> ActivityContext[Any]:
         conversation_id=call.conversation_id,
         user_id=call.user_id,
         scope=call.scope,
+        turn_id=call.turn_id,
     )
     from tools_app.runtime import workspace_id_for
 

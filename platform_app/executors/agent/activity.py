@@ -18,6 +18,7 @@ from platform_app.executors.agent.tools import (
 )
 from platform_app.safe_files import Missing, Refused
 from tools_app.errors import PolicyDenied, ToolError
+from tools_app.executors.research.sources import sources_of_turn
 from tools_app.registry import activity
 from tools_app.runtime import ActivityContext
 
@@ -35,13 +36,27 @@ def reasoning(args: Reasoning, ctx: ActivityContext[AgentToolSettings]) -> dict[
 @activity("generate_plan")
 def generate_plan(args: GeneratePlan, ctx: ActivityContext[AgentToolSettings]) -> dict[str, Any]:
     plan = plan_apply(call_id=ctx.call_id, tool="generate_plan", args=args.model_dump())
-    return {"plan": plan, **_budget(ctx)}
+    # The seed's result: the plan without the reasoning (the card and the trace keep that).
+    return {
+        "research_goal": args.research_goal,
+        "planned_steps": args.planned_steps,
+        "search_strategies": args.search_strategies,
+        "plan": plan,
+        **_budget(ctx),
+    }
 
 
 @activity("adapt_plan")
 def adapt_plan(args: AdaptPlan, ctx: ActivityContext[AgentToolSettings]) -> dict[str, Any]:
     plan = plan_apply(call_id=ctx.call_id, tool="adapt_plan", args=args.model_dump())
-    return {"plan": plan, "changes": args.changes, **_budget(ctx)}
+    return {
+        "original_goal": args.original_goal,
+        "new_goal": args.new_goal,
+        "plan_changes": args.plan_changes,
+        "next_steps": args.next_steps,
+        "plan": plan,
+        **_budget(ctx),
+    }
 
 
 @activity("clarification")
@@ -67,12 +82,14 @@ def final_answer(args: FinalAnswer, ctx: ActivityContext[AgentToolSettings]) -> 
 @activity("create_report")
 def create_report(args: CreateReport, ctx: ActivityContext[AgentToolSettings]) -> dict[str, Any]:
     settings = ctx.settings
+    # The turn's numbered sources (web_search, extract_page_content) become its source list.
+    cited = reports.report_with_sources(args.content, sources_of_turn(ctx.turn_id))
     try:
         report = reports.report_write(
             workspace=ctx.workspace_dir,
             folder=settings.reports_folder,
             title=args.title,
-            content=args.content,
+            content=cited.content,
             max_bytes=settings.max_report_bytes,
         )
     except Refused as exc:
@@ -80,6 +97,16 @@ def create_report(args: CreateReport, ctx: ActivityContext[AgentToolSettings]) -
     except Missing as exc:
         raise ToolError(str(exc)) from None
     ctx.emit_output(f"wrote {settings.reports_folder}/{report.name} ({report.size:,} bytes)\n")
+    extra: dict[str, Any] = {}
+    if cited.sources:
+        extra["sources"] = cited.sources
+    if cited.unknown:
+        extra["unknown_citations"] = cited.unknown
+        extra["notice"] = (
+            "the report cites "
+            + ", ".join(f"[{n}]" for n in cited.unknown)
+            + ", which no research tool of this turn numbered"
+        )
     return {
         "title": report.title,
         "file_name": report.name,
@@ -90,5 +117,6 @@ def create_report(args: CreateReport, ctx: ActivityContext[AgentToolSettings]) -
         "confidence": args.confidence,
         "timestamp": report.timestamp,
         "conversation_id": ctx.conversation_id,
+        **extra,
         **_budget(ctx),
     }

@@ -53,6 +53,7 @@ GROUP = register_group(
         "conversation). Offered to agent profiles of kind sgr / sgr_tool_calling, or when "
         "a profile lists them.",
         settings_model=AgentToolSettings,
+        limits=("max_report_bytes", "max_reports_per_user"),
         order=88,
         status=agent_status,
     )

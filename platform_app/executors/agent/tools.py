@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from platform_app.executors.agent.settings import AgentToolSettings
 from platform_app.reports import report_quota_check
@@ -49,52 +49,93 @@ class Reasoning(BaseTool[AgentToolSettings], group="agent"):
 
 
 class GeneratePlan(BaseTool[AgentToolSettings], group="agent"):
-    """Make a plan for the task: its goal and ordered steps. It is shown to the user as a
-    checklist that follows your progress (update it with adapt_plan)."""
+    """Make a research plan: the goal, 3-4 ordered steps and 2-3 search strategies. It is
+    shown to the user as a checklist that follows your progress (update it with
+    adapt_plan)."""
+
+    # Before the seed's schema these were goal and steps.
+    field_aliases: ClassVar[dict[str, str]] = {"goal": "research_goal", "steps": "planned_steps"}
 
     reasoning: str = Field(
-        max_length=300, description="Why this plan.", examples=["The request has two parts."]
+        max_length=500,
+        description="Why this approach to the research.",
+        examples=["The request has two parts."],
     )
-    goal: str = Field(
-        min_length=1, max_length=300, description="The goal.", examples=["Compare A and B."]
-    )
-    steps: list[Step] = Field(
+    research_goal: str = Field(
         min_length=1,
-        max_length=10,
-        description="Ordered steps, 1-10.",
+        max_length=300,
+        description="The main research goal.",
+        examples=["Compare A and B."],
+    )
+    planned_steps: list[Step] = Field(
+        min_length=3,
+        max_length=4,
+        description="The planned steps, 3-4, in order.",
         examples=[["Find A's figures.", "Find B's figures.", "Write the comparison."]],
+    )
+    search_strategies: list[Step] = Field(
+        min_length=2,
+        max_length=3,
+        description="How you will look for the information, 2-3 strategies.",
+        examples=[["Official annual reports.", "Recent news articles."]],
     )
 
 
 class AdaptPlan(BaseTool[AgentToolSettings], group="agent"):
-    """Change the plan: say what changed and why, give the updated ordered steps and which
-    of them are done (the user's checklist follows)."""
+    """Adapt the research plan to what you found: the original and the updated goal, what
+    changed (1-3 items) and the updated remaining steps (2-4). The user's checklist keeps
+    the steps already done and lists the new ones."""
+
+    # Before the seed's schema: goal (null kept it), changes and steps (the whole plan).
+    field_aliases: ClassVar[dict[str, str]] = {"goal": "new_goal", "changes": "plan_changes"}
 
     reasoning: str = Field(
-        max_length=300,
-        description="Why the plan changes.",
+        max_length=500,
+        description="Why the plan needs to change, given the new data.",
         examples=["A's figures are not public."],
     )
-    changes: list[Step] = Field(
+    original_goal: str = Field(
+        "",
+        max_length=300,
+        description="The research goal as it was.",
+        examples=["Compare A and B."],
+    )
+    new_goal: str = Field(
+        "",
+        max_length=300,
+        description="The updated research goal (the same words if it did not change).",
+        examples=["Compare A and B from their annual reports."],
+    )
+    plan_changes: list[Step] = Field(
         min_length=1,
-        max_length=5,
-        description="What changed, 1-5 items.",
+        max_length=3,
+        description="The specific changes to the plan, 1-3.",
         examples=[["Use A's annual report instead."]],
     )
-    goal: str | None = Field(
-        None, max_length=300, description="The new goal; null keeps the current one."
-    )
-    steps: list[Step] = Field(
-        min_length=1,
-        max_length=10,
-        description="The whole updated plan, ordered, 1-10 steps.",
-        examples=[["Read A's annual report.", "Find B's figures.", "Write the comparison."]],
+    next_steps: list[Step] = Field(
+        min_length=2,
+        max_length=4,
+        description="The updated remaining steps, 2-4, in order.",
+        examples=[["Read A's annual report.", "Write the comparison."]],
     )
     done_steps: list[Annotated[int, Field(ge=1, le=10)]] = Field(
         default_factory=list,
         max_length=10,
-        description="Numbers (1-based) of the steps above that are done.",
+        description="Numbers (1-based) of the steps of the current plan that are done.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _whole_old_plan(cls, data: Any) -> Any:
+        # The old `steps` was the whole plan, done steps included: the remaining ones are
+        # those not listed as done. (A null goal kept the goal; an empty new_goal does.)
+        if isinstance(data, dict) and "steps" in data and "next_steps" not in data:
+            data = dict(data)
+            done = set(data.get("done_steps") or [])
+            steps = data.pop("steps")
+            if isinstance(steps, list):
+                data["next_steps"] = [s for i, s in enumerate(steps, start=1) if i not in done]
+        return data
 
 
 class Clarification(BaseTool[AgentToolSettings], group="agent"):

@@ -7,6 +7,7 @@ from typing import Any
 from platform_app import docs, safe_files
 from platform_app.executors.docs.settings import DocsSettings, docs_roots
 from platform_app.executors.docs.tools import DocsList, DocsRead, DocsSearch
+from platform_app.memory.embedders import LocalEmbedder
 from tools_app.errors import PolicyDenied, ToolError
 from tools_app.registry import activity
 from tools_app.runtime import ActivityContext
@@ -37,16 +38,28 @@ def docs_list(args: DocsList, ctx: ActivityContext[DocsSettings]) -> dict[str, A
 @activity("docs_search")
 def docs_search(args: DocsSearch, ctx: ActivityContext[DocsSettings]) -> dict[str, Any]:
     settings = ctx.settings
-    results = _run(
+    found: docs.SearchResult = _run(
         docs.docs_search,
         docs_roots(settings),
         args.query,
         top_k=args.top_k,
         max_files=settings.max_files,
         max_bytes=settings.max_read_bytes,
+        embedder=LocalEmbedder() if settings.embedder == "local" else None,
+        min_similarity=settings.min_similarity,
     )
-    ctx.emit_output(f"{len(results)} section(s)\n")
-    return {"query": args.query, "count": len(results), "results": results}
+    ctx.emit_output(f"{len(found.results)} section(s), {found.mode}\n")
+    out: dict[str, Any] = {
+        "query": args.query,
+        "mode": found.mode,
+        "count": len(found.results),
+        "results": found.results,
+    }
+    if found.embedder:
+        out["embedder"] = found.embedder
+    if found.notice:
+        out["notice"] = found.notice
+    return out
 
 
 @activity("docs_read")

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from django.conf import settings as django_settings
 from django.utils.translation import gettext as _
@@ -41,6 +41,18 @@ class DocsSettings(GroupSettings):
         200_000, ge=1_000, le=5_000_000, description="Most bytes docs_read returns of a file."
     )
     max_top_k: int = Field(20, ge=1, le=100, description="Most results one search returns.")
+    embedder: Literal["local", "none"] = Field(
+        "local",
+        description="docs_search is hybrid: full-text plus the meaning of each section, with "
+        "the local all-MiniLM-L6-v2 (offline); none: full-text only.",
+    )
+    min_similarity: float = Field(
+        0.3,
+        ge=-1.0,
+        le=1.0,
+        description="Sections less similar to the query than this (cosine) are not found by "
+        "meaning.",
+    )
 
     @field_validator("folders")
     @classmethod
@@ -86,6 +98,7 @@ GROUP = register_group(
         description="Read and search documentation: this project's docs/ and folders an "
         "admin adds.",
         settings_model=DocsSettings,
+        limits=("folders", "embedder", "max_read_bytes"),
         order=65,
         status=docs_status,
     )

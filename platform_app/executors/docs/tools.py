@@ -14,8 +14,8 @@ class DocsList(BaseTool[DocsSettings], group="docs"):
 
 
 class DocsSearch(BaseTool[DocsSettings], group="docs"):
-    """Search the documentation; returns matching sections (path#heading) with a snippet.
-    Read one with docs_read."""
+    """Search the documentation by words and by meaning; returns matching sections
+    (path#heading) with a snippet. Read one with docs_read."""
 
     query: str = Field(min_length=1, description="Words to look for.", examples=["approval"])
     top_k: int = Field(5, ge=1, le=100, description="How many sections at most.")

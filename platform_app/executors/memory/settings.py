@@ -11,9 +11,10 @@ from tools_app.registry import GroupSettings, ToolGroup, register_group
 class MemorySettings(GroupSettings):
     timeout_seconds: int = Field(60, ge=1, le=600, description="Longest a call may run (s).")
     embedder: Literal["none", "local", "provider"] = Field(
-        "none",
-        description="Vectors for hybrid search: none (full-text only), local (all-MiniLM-L6-v2 "
-        "in the worker, offline), or provider (an OpenAI-compatible /v1/embeddings).",
+        "local",
+        description="Vectors for hybrid search: local (all-MiniLM-L6-v2 in the worker, "
+        "offline; the default), provider (an OpenAI-compatible /v1/embeddings), or none "
+        "(full-text only). Existing memory is embedded in the background after a change.",
     )
     embedding_provider: str = Field(
         "",
@@ -80,6 +81,7 @@ GROUP = register_group(
         description="Per-user memory: archival facts found by hybrid (full-text + vector) "
         "search, and a small core memory always in the system prompt.",
         settings_model=MemorySettings,
+        limits=("embedder", "max_content_chars", "max_chunks_per_user", "core_max_chars"),
         order=60,
         status=memory_status,
     )

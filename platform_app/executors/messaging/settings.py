@@ -62,6 +62,7 @@ GROUP = register_group(
         description="send_message: into another conversation of the same user, or to webhook "
         "targets an admin names (behind the SSRF guard).",
         settings_model=MessagingSettings,
+        limits=("webhooks", "max_text_chars"),
         order=85,
     )
 )

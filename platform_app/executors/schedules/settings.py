@@ -83,6 +83,7 @@ GROUP = register_group(
         description="Cron schedules: at each due time a message runs as an agent turn of its "
         "owner, in a conversation of theirs or a new one.",
         settings_model=SchedulesSettings,
+        limits=("max_per_user", "min_interval_minutes", "timezone"),
         order=87,
         status=schedules_status,
     )

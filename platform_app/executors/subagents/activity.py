@@ -20,15 +20,19 @@ def subagent_spawn(args: SubagentSpawn, ctx: ActivityContext[SubagentsSettings])
     if ctx.user_id is None:
         raise PolicyDenied("subagents belong to a user; this call has none")
     check_model(args.model, settings.allowed_models, conversation_id=ctx.conversation_id)
-    if args.inject_into is not None:
+    target: int | None = None
+    if isinstance(args.inject_into, int):
         conversation_owned(conversation_id=args.inject_into, user_id=ctx.user_id)
+        target = args.inject_into
+    elif args.inject_into == "parent":
+        target = ctx.conversation_id
     subagent = subagents.subagent_spawn(
         user_id=ctx.user_id,
         spec=subagents.Spawn(
             name=args.name,
             message=args.message[: settings.max_message_chars],
             model=args.model or "",
-            inject_into=args.inject_into,
+            inject_into=target,
         ),
         parent_conversation_id=ctx.conversation_id,
         parent_call_id=ctx.call_id or None,

@@ -49,6 +49,7 @@ GROUP = register_group(
         description="subagent_spawn: a helper runs a task as its own turn in a child "
         "conversation and posts its answer back when it is done.",
         settings_model=SubagentsSettings,
+        limits=("max_depth", "max_concurrent_per_user", "max_rounds"),
         order=88,
     )
 )

@@ -95,6 +95,43 @@ def test_it_keeps_the_contracted_bounds():
     assert (f["completed_steps"]["minItems"], f["completed_steps"]["maxItems"]) == (1, 5)
     assert f["status"]["enum"] == ["completed", "failed"]
     assert props("create_report")["confidence"]["enum"] == ["high", "medium", "low"]
+    # Seed 004's plan tools, field for field.
+    g = props("generate_plan")
+    assert list(g) == ["reasoning", "research_goal", "planned_steps", "search_strategies"]
+    assert (g["planned_steps"]["minItems"], g["planned_steps"]["maxItems"]) == (3, 4)
+    assert (g["search_strategies"]["minItems"], g["search_strategies"]["maxItems"]) == (2, 3)
+    a = props("adapt_plan")
+    assert list(a)[:5] == ["reasoning", "original_goal", "new_goal", "plan_changes", "next_steps"]
+    assert (a["plan_changes"]["minItems"], a["plan_changes"]["maxItems"]) == (1, 3)
+    assert (a["next_steps"]["minItems"], a["next_steps"]["maxItems"]) == (2, 4)
+
+
+def test_the_plan_tools_still_take_their_old_argument_names(user):
+    made = ok(
+        run_tool(
+            "generate_plan",
+            user=user,
+            reasoning="why",
+            goal="Compare A and B",
+            steps=["Find A", "Find B", "Compare"],
+            search_strategies=["reports", "news"],
+        )
+    )
+    assert made["research_goal"] == "Compare A and B"
+    assert made["planned_steps"] == ["Find A", "Find B", "Compare"]
+    adapted = ok(
+        run_tool(
+            "adapt_plan",
+            user=user,
+            reasoning="A is done",
+            changes=["A found"],
+            goal=None,
+            steps=["Find A", "Find B", "Compare"],
+            done_steps=[1],
+        )
+    )
+    assert adapted["plan_changes"] == ["A found"] and adapted["new_goal"] == ""
+    assert adapted["next_steps"] == ["Find B", "Compare"]
 
 
 def test_it_refuses_arguments_outside_the_bounds(user):

@@ -115,6 +115,20 @@ def test_a_slow_page_times_out_with_the_configured_timeout(browser, site):
     assert browser.ok("browser_open", url=site.url("/"))["title"] == "Test site"
 
 
+def test_a_call_may_ask_for_less_time_than_the_admin_allows_never_more(browser, site):
+    # Seed 003: browser calls take a timeout; the admin's maximum (30 s here) still wins.
+    started = time.monotonic()
+    call = browser.call("browser_open", url=site.url("/slow?s=4"), timeout=1)
+    assert call.status == ToolCall.Status.FAILED
+    assert call.error == "timed out after 1 s"
+    assert time.monotonic() - started < 3
+    configure(timeout_seconds=1)
+    browser.ok("browser_open", url=site.url("/"))
+    result = browser.ok("browser_wait", milliseconds=5_000, timeout=600)
+    assert result["waited_ms"] < 1000 and "1 s" in result["capped"]
+    configure()
+
+
 def test_stop_cancels_a_running_action_quickly(browser, site):
     from tools_app.runtime import BindContext
     from tools_app.services.binding import CallRequest, toolcall_bind

@@ -38,9 +38,9 @@ def test_run_tests_fails_with_the_pytest_output(tools: Tools) -> None:
     call = tools.call("run_tests")
     assert call.status == ToolCall.Status.FAILED
     assert call.error.startswith("tests failed: ") and "1 failed" in call.error, call.error
-    assert call.result["passed"] is False
-    assert call.result["exit_code"] == 1
-    assert "FAILED test_sample.py::test_one - assert (1 + 1) == 3" in call.result["stdout"]
+    assert call.result["success"] is False
+    assert call.result["returncode"] == 1
+    assert "FAILED test_sample.py::test_one - assert (1 + 1) == 3" in call.result["output"]
     assert "1 failed" in call.output  # streamed to the card as it ran
     assert not (tools.workspace / "__pycache__").exists()
 
@@ -48,21 +48,40 @@ def test_run_tests_fails_with_the_pytest_output(tools: Tools) -> None:
 def test_run_tests_succeeds_when_they_pass(tools: Tools) -> None:
     _write(tools, "tests/test_sample.py", PASSING)
     _write(tools, "tests/test_other.py", FAILING)
-    call = tools.call("run_tests", path="tests/test_sample.py")
+    call = tools.call("run_tests", command="pytest -q tests/test_sample.py")
     assert call.status == ToolCall.Status.SUCCEEDED, call.result
-    assert call.result["passed"] is True
-    assert "1 passed" in call.result["stdout"]
+    assert call.result["returncode"] == 0 and call.result["errors"] == ""
+    assert "1 passed" in call.result["output"]
+    # Today's argument names before the seed's schema still work (path, pattern).
+    old = tools.call("run_tests", path="tests/test_sample.py", pattern="one")
+    assert old.status == ToolCall.Status.SUCCEEDED, old.result
+    assert old.arguments == {"command": "pytest -q --tb=short tests/test_sample.py -k one"}
 
 
 def test_run_tests_obeys_the_shell_blocklist(tools: Tools) -> None:
-    configure("shell", sandbox_backend=tools.backend, blocked_commands=["python3"])
+    configure("shell", sandbox_backend=tools.backend, blocked_commands=["pytest"])
     call = tools.call("run_tests")
     assert call.status == ToolCall.Status.DENIED
-    assert call.error.startswith("policy: ") and "python3" in call.error, call.error
+    assert call.error.startswith("policy: ") and "pytest" in call.error, call.error
     configure("shell", sandbox_backend=tools.backend, allowed_commands=["ls", "git"])
     call = tools.call("run_tests")
     assert call.status == ToolCall.Status.DENIED
-    assert "python3" in call.error, call.error
+    assert "pytest" in call.error, call.error
+
+
+def test_run_tests_runs_only_the_test_commands_an_admin_allows(tools: Tools) -> None:
+    _write(tools, "sub/test_sample.py", PASSING)
+    for command in ("sh -c 'id'", "pytest -q; id", "pytest -q && rm -rf .", "pytest $(id)"):
+        call = tools.call("run_tests", command=command)
+        assert call.status == ToolCall.Status.DENIED, (command, call.result)
+    assert tools.call("run_tests", cwd="../..").status == ToolCall.Status.DENIED
+    inside = tools.call("run_tests", command="python3 -m pytest -q", cwd="sub")
+    assert inside.status == ToolCall.Status.SUCCEEDED, inside.result
+    assert "1 passed" in inside.result["output"]
+    configure("dev", sandbox_backend=tools.backend, test_commands=["make test"])
+    refused = tools.call("run_tests", command="pytest -q")
+    assert refused.status == ToolCall.Status.DENIED
+    assert "make test" in refused.error, refused.error
 
 
 def test_git_status_initialises_a_repository(tools: Tools) -> None:
@@ -126,11 +145,15 @@ def _same(a: ToolCall, b: ToolCall) -> None:
 def test_the_dev_file_tools_are_the_file_activities(tools: Tools) -> None:
     written = tools.call("write_file", path="pkg/mod.py", content="x = 1\n")
     assert written.status == ToolCall.Status.SUCCEEDED, written.result
-    assert written.result["path"] == "pkg/mod.py" and written.result["bytes_written"] == 6
+    assert written.result["path"] == "pkg/mod.py" and written.result["size_bytes"] == 6
+    assert written.result["status"] == "written"
     assert written.output == "wrote 6 bytes to pkg/mod.py\n"
     assert (tools.workspace / "pkg" / "mod.py").read_text() == "x = 1\n"
     _same(tools.call("read_file", path="pkg/mod.py"), tools.call("file_read", path="pkg/mod.py"))
     _same(tools.call("list_directory", path="pkg"), tools.call("file_list", path="pkg"))
+    deep = tools.call("list_directory", recursive=True)
+    assert deep.status == ToolCall.Status.SUCCEEDED, deep.result
+    assert {"path": "pkg/mod.py", "type": "file", "size": 6} in deep.result["entries"]
 
 
 def test_the_dev_file_tools_obey_the_file_groups_settings(tools: Tools) -> None:

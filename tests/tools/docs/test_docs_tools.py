@@ -41,6 +41,24 @@ def test_it_searches_sections(user, handbook):
     assert ok(run_tool("docs_search", user=user, query="slash commands", top_k=2))["count"] == 2
 
 
+def test_it_finds_sections_by_meaning_too(user, handbook):
+    # Hybrid like memory search: no word of the query is in the section.
+    (handbook / "office.md").write_text(
+        "# Parking\n\nCars go in the garage under building B.\n\n"
+        "# Coffee\n\nThe machine is on the second floor.\n"
+    )
+    configure("docs", folders=[f"handbook={handbook}"], include_project_docs=False)
+    result = ok(run_tool("docs_search", user=user, query="where should I put my automobile"))
+    assert result["mode"] == "hybrid" and result["embedder"] == "local:all-MiniLM-L6-v2"
+    top = result["results"][0]
+    assert top["path"] == "handbook/office.md#Parking" and top["matched_by"] == ["vector"]
+    assert top["snippet"] == "Cars go in the garage under building B."
+    configure("docs", folders=[f"handbook={handbook}"], include_project_docs=False, embedder="none")
+    plain = ok(run_tool("docs_search", user=user, query="where should I put my automobile"))
+    assert plain["mode"] == "full-text" and plain["results"] == []
+    assert plain["notice"] == "no embedder is configured: full-text search only"
+
+
 def test_the_index_follows_changes(user, handbook):
     assert ok(run_tool("docs_search", user=user, query="zeppelin"))["results"] == []
     (handbook / "new.md").write_text("# Airships\n\nThe zeppelin lands at noon.\n")

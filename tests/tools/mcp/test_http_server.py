@@ -87,6 +87,23 @@ def test_a_call_goes_through_binding_and_returns_the_text(server: Any, user: Any
     assert AuditRecord.objects.filter(tool_call=call, status="succeeded").exists()
 
 
+def test_a_long_result_is_cut_at_the_groups_limit_with_a_marker(server: Any, user: Any) -> None:
+    # Seed 004: mcp_context_limit, 15,000 characters by default.
+    call = run(user, "echo", {"text": "ж" * 20_000})
+    assert call.status == "succeeded", call.result
+    assert call.result["text"] == "ж" * 15_000 + "\n[truncated, 5,000 more characters]"
+    assert call.result["truncated"] is True and "15,000" in call.result["notice"]
+    assert "structured" not in call.result  # no room left: the model reads the text once
+    from tools_app.models import ToolGroupConfig
+
+    config = ToolGroupConfig.objects.get(name="mcp_testtools")
+    config.settings = {**config.settings, "max_result_chars": 50_000}
+    config.save()
+    whole = run(user, "echo", {"text": "ж" * 20_000})
+    assert whole.status == "succeeded", whole.result
+    assert whole.result["text"] == "ж" * 20_000 and "truncated" not in whole.result
+
+
 def test_null_for_an_optional_argument_means_not_given(server: Any, user: Any) -> None:
     call = run(user, "echo", {"text": "quiet", "upper": None})
     assert call.status == "succeeded", call.result

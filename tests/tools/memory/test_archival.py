@@ -13,6 +13,7 @@ pytestmark = [pytest.mark.modes, pytest.mark.django_db(transaction=True)]
 
 
 def test_it_finds_what_memory_save_stored(user):
+    configure("memory", embedder="none")
     ok(run_tool("memory_save", user=user, content="The staging server is called kestrel."))
     ok(run_tool("memory_save", user=user, content="Lunch on Fridays is pizza.", source="chat"))
     result = ok(run_tool("memory_search", user=user, query="which staging server?"))
@@ -33,6 +34,7 @@ def test_it_honours_top_k(user):
 
 
 def test_it_ranks_the_chunk_matching_more_words_first(user):
+    configure("memory", embedder="none")  # the full-text ranking alone
     ok(run_tool("memory_save", user=user, content="The cat is grey."))
     ok(run_tool("memory_save", user=user, content="The cat sleeps on the red sofa."))
     ok(run_tool("memory_save", user=user, content="The sofa was expensive."))

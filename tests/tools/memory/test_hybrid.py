@@ -4,6 +4,8 @@ with full-text results by reciprocal rank."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from chat_app.models import Provider
@@ -32,13 +34,72 @@ def local_model() -> None:
 
 
 @pytest.fixture(autouse=True)
-def _fresh_vector_cache():
+def _fresh_vector_cache(monkeypatch):
     vectors.forget_cache()  # ids repeat across tests' databases
+    # This process's background embedding stays out of the tests that embed on purpose.
+    from platform_app.memory import backfill
+
+    monkeypatch.setattr(backfill, "_last_check", time.monotonic() + 3600)
 
 
 def save_facts(user):
     for fact in FACTS:
         ok(run_tool("memory_save", user=user, content=fact))
+
+
+def test_hybrid_search_is_on_with_no_configuration(user):
+    # Issue 26: the local embedder is the default; a question phrased differently from what
+    # was saved is found.
+    local_model()
+    save_facts(user)
+    result = ok(run_tool("memory_search", user=user, query="what hue do I like", top_k=2))
+    assert result["mode"] == "hybrid" and result["embedder"] == "local:all-MiniLM-L6-v2"
+    assert result["results"][0]["content"] == "My favourite colour is green."
+
+
+def test_search_falls_back_to_full_text_and_says_so_when_the_model_cannot_load(
+    user, tmp_path, monkeypatch
+):
+    from django.test import override_settings
+
+    from platform_app.memory import minilm
+
+    (tmp_path / "model.safetensors").write_bytes(b"not a model")
+    (tmp_path / "tokenizer.json").write_text("{}")
+    monkeypatch.setattr(minilm, "_model", None)  # as in a process that has not loaded it
+    with override_settings(MEMORY_LOCAL_MODEL_DIR=str(tmp_path)):
+        saved = ok(run_tool("memory_save", user=user, content="The backup runs at 3 am."))
+        assert "saved without vectors" in saved["notice"] and "cannot be loaded" in saved["notice"]
+        result = ok(run_tool("memory_search", user=user, query="when does the backup run"))
+    assert result["mode"] == "full-text"
+    assert result["notice"].startswith("vector search unavailable (the local embedding model")
+    assert result["results"][0]["content"] == "The backup runs at 3 am."
+    monkeypatch.setattr(minilm, "_model", None)  # the next test loads the real one again
+
+
+def test_the_workers_embed_memory_saved_without_vectors(user, worker, monkeypatch):
+    # The upgrade to hybrid search: chunks saved before it (or while the model could not
+    # load) are embedded in the background, a batch per task, without anyone running a
+    # command.
+    from platform_app.memory import backfill
+
+    monkeypatch.setattr(backfill, "_last_check", 0.0)
+    local_model()
+    configure("memory", embedder="none")
+    save_facts(user)
+    configure("memory", embedder="local")
+    assert backfill.backfill_kick(now=1e9) is True  # queued on the tools queue
+    assert backfill.backfill_kick(now=1e9 + 1) is False  # one look a minute per process
+    from tests.helpers import wait_for
+
+    wait_for(
+        lambda: not MemoryChunk.objects.exclude(embedder="local:all-MiniLM-L6-v2").exists(),
+        timeout=30,
+        message="the worker to embed the chunks",
+    )
+    top = ok(run_tool("memory_search", user=user, query="what hue do I like"))["results"][0]
+    assert top["content"] == "My favourite colour is green." and "vector" in top["matched_by"]
+    assert backfill.backfill_batch() == 0  # nothing left
 
 
 def test_the_local_embedder_finds_by_meaning(user):
@@ -125,6 +186,7 @@ def test_memory_reindex_embeds_what_was_saved_without_vectors(user):
     from django.core.management import call_command
 
     local_model()
+    configure("memory", embedder="none")
     save_facts(user)  # no embedder yet: full text only
     assert set(MemoryChunk.objects.values_list("embedder", flat=True)) == {""}
     configure("memory", embedder="local")
@@ -147,3 +209,16 @@ def test_unrelated_chunks_are_not_returned_as_vector_matches(user):
     configure("memory", embedder="local", min_similarity=-1.0)
     everything = ok(run_tool("memory_search", user=user, query="quantum chromodynamics lecture"))
     assert everything["count"] == len(FACTS)
+
+
+def test_a_deleted_chunk_leaves_vector_results_and_the_cache_reloads(user):
+    local_model()
+    save_facts(user)
+    first = ok(run_tool("memory_search", user=user, query="what hue do I like", top_k=1))
+    assert first["results"][0]["content"] == "My favourite colour is green."  # matrix cached
+    MemoryChunk.objects.filter(content="My favourite colour is green.").delete()
+    again = ok(run_tool("memory_search", user=user, query="what hue do I like", top_k=1))
+    assert all(r["content"] != "My favourite colour is green." for r in again["results"])
+    # The matrix that still held it was dropped: the next search has a full list again.
+    wide = ok(run_tool("memory_search", user=user, query="what hue do I like", top_k=3))
+    assert "My favourite colour is green." not in [r["content"] for r in wide["results"]]

@@ -116,10 +116,11 @@ def test_the_url_count_is_capped_at_binding(tools: Tools, owner: Any, pages: Ser
         "policy: 3 URLs given; at most 2 pages may be read per call (split them over several calls)"
     )
     assert pages.hits == []
-    # The schema's own cap holds whatever the admin sets.
-    call = tools.call("extract_page_content", urls=[pages.url("/article")] * 21)
+    # The schema's own cap (seed 004: 1-5 URLs) holds whatever the admin sets.
+    save(owner, "research", max_urls=20)  # saved when the cap was 20: read as 5
+    call = tools.call("extract_page_content", urls=[pages.url("/article")] * 6)
     assert call.status in (ToolCall.Status.DENIED, ToolCall.Status.FAILED)
-    assert "at most 20 items" in call.error, call.error
+    assert "at most 5 items" in call.error, call.error
     assert pages.hits == []
 
 

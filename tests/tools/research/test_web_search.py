@@ -27,16 +27,19 @@ def test_it_searches_a_searxng_instance(tools: Tools, owner: Any, searxng: Serve
     assert call.status == ToolCall.Status.SUCCEEDED, call.result
     assert call.result["results"] == [
         {
+            "source": 1,
             "title": "Hedgehogs - Wikipedia",
             "url": "https://en.wikipedia.org/wiki/Hedgehog",
             "snippet": "A hedgehog is a spiny mammal.",
         },
         {
+            "source": 2,
             "title": "Hibernation facts",
             "url": "https://example.org/hibernation",
             "snippet": "Hedgehogs hibernate in winter.",
         },
         {
+            "source": 3,
             "title": "Garden wildlife",
             "url": "https://example.net/garden",
             "snippet": "Leave a wild corner.",

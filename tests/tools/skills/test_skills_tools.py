@@ -21,6 +21,12 @@ def skill(folder, name: str, description: str, body: str = "Do it well.\n") -> N
     (folder / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {description}\n---\n{body}")
 
 
+@pytest.fixture(autouse=True)
+def _without_shipped_skills(transactional_db):
+    # Most tests here are about the data directory and workspaces alone.
+    configure("skills", shipped_skills=False)
+
+
 @pytest.fixture
 def data_dir(tmp_path, settings):
     settings.SKILLS_DIR = tmp_path / "skills"
@@ -188,3 +194,23 @@ class TestUntrustedWorkspaceSkills:
         block = skills_prompt(user_id=user.pk, conversation_id=conversation_id)
         line = next(x for x in block.splitlines() if x.startswith("- long"))
         assert len(line) < 330 and line.endswith("…")
+
+
+def test_the_shipped_skills_are_offered_and_a_data_skill_replaces_one(user, data_dir):
+    # Seeds 000 and 002: skills for testing, git operations and memory come with the app.
+    configure("skills", shipped_skills=True)
+    listed = {s["name"]: s for s in ok(run_tool("skill_list", user=user))["skills"]}
+    for name in ("testing", "git-ops", "memory"):
+        assert listed[name]["source"] == "shipped", listed[name]
+    testing = ok(run_tool("skill_load", user=user, name="testing"))
+    assert "run_tests(" in testing["instructions"] and "returncode" in testing["instructions"]
+    assert "git_commit(" in ok(run_tool("skill_load", user=user, name="git-ops"))["instructions"]
+    memory = ok(run_tool("skill_load", user=user, name="memory"))["instructions"]
+    assert "**Save** when" in memory and "**Search** when" in memory
+    skill(data_dir / "ours", "testing", "Our own way to test.", "Use tox.\n")
+    listed = {s["name"]: s for s in ok(run_tool("skill_list", user=user))["skills"]}
+    assert listed["testing"]["source"] == "data" and listed["testing"]["overrides"] == "shipped"
+    assert ok(run_tool("skill_load", user=user, name="testing"))["instructions"] == "Use tox.\n"
+    assert "- memory: When to save to memory" in skills_prompt(
+        user_id=user.pk, conversation_id=None
+    )

@@ -53,12 +53,15 @@ def test_spawn_returns_at_once_and_the_answer_arrives_later(
     provider.save(update_fields=["allowed_models"])
 
     def model(body: dict[str, Any]) -> Reply:
-        if first_user_text(body) == TASK:  # the subagent: busy until the test lets it answer
+        if first_user_text(body).startswith(
+            TASK
+        ):  # the subagent: busy until the test lets it answer
             models.append(body["model"])
             assert gate.wait(30), "the test never released the subagent"
             return Reply(text="X is 42.")
         if not tool_results(body):
             spawn = {"name": "researcher", "message": TASK, "model": "helper-model"}
+            spawn["inject_into"] = "parent"
             return Reply(calls=[Call("subagent_spawn", spawn)])
         return Reply(text="I started a helper; its answer will follow.")
 
@@ -94,7 +97,7 @@ def test_spawn_returns_at_once_and_the_answer_arrives_later(
     assert {r["model"] for r in llm.requests if r["model"] != "helper-model"} == {"scripted-model"}
     assert subagent.delivered_to_id == delivered.pk and subagent.parent_turn_id == parent.pk
     task = Message.objects.get(conversation=child, role="user")
-    assert task.content == TASK and task.origin == "task"
+    assert task.content == TASK + subagents.SILENT_NOTE and task.origin == "task"
 
 
 @pytest.mark.modes
@@ -104,11 +107,12 @@ def test_a_running_parent_reads_the_answer_in_its_next_round(
     seen: dict[str, Any] = {}
 
     def model(body: dict[str, Any]) -> Reply:
-        if first_user_text(body) == TASK:
+        if first_user_text(body).startswith(TASK):
             return Reply(text="X is 42.")
         results = tool_results(body)
         if not results:
-            return Reply(calls=[Call("subagent_spawn", {"name": "researcher", "message": TASK})])
+            spawn = {"name": "researcher", "message": TASK, "inject_into": "parent"}
+            return Reply(calls=[Call("subagent_spawn", spawn)])
         if len(results) == 1:
             # Round 2 of the parent: keep the turn running until the subagent has answered.
             wait_for(
@@ -236,11 +240,12 @@ def test_stop_on_the_parent_stops_the_subagents_it_started(
     release = threading.Event()
 
     def model(body: dict[str, Any]) -> Reply:
-        if first_user_text(body) == TASK:  # the helper: still thinking when Stop comes
+        if first_user_text(body).startswith(TASK):  # the helper: still thinking when Stop comes
             release.wait(30)
             return Reply(text="too late")
         if not tool_results(body):
-            return Reply(calls=[Call("subagent_spawn", {"name": "researcher", "message": TASK})])
+            spawn = {"name": "researcher", "message": TASK, "inject_into": "parent"}
+            return Reply(calls=[Call("subagent_spawn", spawn)])
         release.wait(30)  # the parent's next round: still streaming when Stop comes
         return Reply(text="too late")
 
@@ -290,7 +295,7 @@ def spawn_during(turn: Turn, name: str) -> Subagent:
     )
     return subagents.subagent_spawn(
         user_id=turn.user_id,
-        spec=subagents.Spawn(name=name, message="m"),
+        spec=subagents.Spawn(name=name, message="m", inject_into=turn.conversation_id),
         parent_conversation_id=turn.conversation_id,
         parent_call_id=call.pk,
         max_depth=2,
@@ -387,7 +392,7 @@ def test_a_failed_subagent_reports_that_it_failed(worker, user, conversation):
             conversation_id=conversation.pk,
             name="doomed",
             message="Try it.",
-            inject_into=None,
+            inject_into="parent",
         )
     )
     delivered = wait_for(
@@ -398,6 +403,73 @@ def test_a_failed_subagent_reports_that_it_failed(worker, user, conversation):
     assert delivered.content.startswith("**Subagent “doomed” ended (failed)**")
     assert "It ended as failed: no LLM provider." in delivered.content
     assert Subagent.objects.get(conversation_id=result["conversation_id"]).status == "failed"
+
+
+@pytest.mark.modes
+def test_inject_into_null_only_logs_the_answer(worker, user, conversation, llm, provider):
+    llm.set_default(Reply(text="X is 42."))
+    result = ok(
+        run_tool(
+            "subagent_spawn", user=user, conversation_id=conversation.pk, name="quiet", message=TASK
+        )
+    )
+    assert result["result_to"] is None
+    # Its status is claimed first, its answer stored a moment later.
+    helper = wait_for(
+        lambda: Subagent.objects.exclude(status="running").exclude(result="").first(),
+        timeout=20,
+        message="the helper to finish",
+    )
+    assert helper.status == "succeeded" and helper.result == "X is 42." and not helper.silent
+    assert helper.delivered_to_id is None
+    assert not Message.objects.filter(origin="subagent").exists()  # posted nowhere
+    assert Message.objects.filter(conversation_id=result["conversation_id"], role="assistant")
+
+
+@pytest.mark.modes
+@pytest.mark.parametrize(
+    "answer",
+    [
+        '{"silent": true, "reason": "no new releases"}',
+        '```json\n{"silent": true, "reason": "no new releases"}\n```',
+    ],
+)
+def test_a_silent_helper_posts_nothing(worker, user, conversation, llm, provider, answer):
+    llm.set_default(Reply(text=answer))
+    result = ok(
+        run_tool(
+            "subagent_spawn",
+            user=user,
+            conversation_id=conversation.pk,
+            name="watcher",
+            message="Check for new releases; stay silent if there are none.",
+            inject_into="parent",
+        )
+    )
+    assert result["result_to"] == conversation.pk
+    helper = wait_for(
+        lambda: Subagent.objects.exclude(status="running").exclude(result="").first(),
+        timeout=20,
+        message="the helper to finish",
+    )
+    assert helper.silent and helper.result == "no new releases"
+    assert not Message.objects.filter(conversation=conversation, origin="subagent").exists()
+    # The helper was told how to stay silent.
+    task = Message.objects.get(conversation_id=result["conversation_id"], role="user")
+    assert '{"silent": true' in task.content
+
+
+def test_silent_answers_are_recognised_only_when_they_say_so():
+    assert subagents.silent_reason('{"silent": true, "reason": "nothing"}') == "nothing"
+    assert subagents.silent_reason('{"silent": true}') == "nothing to report"
+    assert subagents.silent_reason('{"silent": false, "reason": "x"}') is None
+    assert subagents.silent_reason("Nothing new: the silent treatment.") is None
+    assert subagents.silent_reason('{"silent": "yes"}') is None
+
+
+def test_inject_into_parent_needs_a_conversation(user):
+    call = run_tool("subagent_spawn", user=user, name="x", message="m", inject_into="parent")
+    assert call.status == "denied" and "needs a conversation" in call.error
 
 
 def test_an_unknown_tool_is_an_error_result(user):

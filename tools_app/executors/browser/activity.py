@@ -28,14 +28,22 @@ from tools_app.registry import activity
 from tools_app.runtime import ActivityContext
 
 
-def _run(ctx: ActivityContext[BrowserSettings], action: Action) -> dict[str, Any]:
+def action_timeout(requested: int | None, ctx: ActivityContext[BrowserSettings]) -> float:
+    """The call's own timeout, within the admin's maximum (and the call's watchdog)."""
+    limit = min(ctx.timeout, float(ctx.settings.timeout_seconds))
+    return min(float(requested), limit) if requested else limit
+
+
+def _run(
+    ctx: ActivityContext[BrowserSettings], action: Action, requested: int | None
+) -> dict[str, Any]:
     settings = ctx.settings
     ctx.check_cancelled()
     return get_pool().run(
         key=ctx.workspace_id,
         settings=settings,
         action=action,
-        timeout=min(ctx.timeout, float(settings.timeout_seconds)),
+        timeout=action_timeout(requested, ctx),
         cancel=ctx.cancel,
         emit=ctx.emit_output,
     )
@@ -44,7 +52,9 @@ def _run(ctx: ActivityContext[BrowserSettings], action: Action) -> dict[str, Any
 @activity("browser_open")
 def browser_open(args: BrowserOpen, ctx: ActivityContext[BrowserSettings]) -> dict[str, Any]:
     ctx.emit_output(f"open {args.url}\n")
-    out = _run(ctx, Action("browser_open", actions.open_url, {"url": args.url}, False))
+    out = _run(
+        ctx, Action("browser_open", actions.open_url, {"url": args.url}, False), args.timeout
+    )
     ctx.emit_output(f"{out.get('status')} {out['url']} “{out['title']}”\n")
     return out
 
@@ -56,7 +66,7 @@ def browser_screenshot(
     settings = ctx.settings
     screenshot_check_cap(ctx=ctx, limit=settings.max_screenshots_per_conversation)
     kwargs = {"full_page": args.full_page, "selector": args.selector}
-    out = _run(ctx, Action("browser_screenshot", actions.screenshot, kwargs))
+    out = _run(ctx, Action("browser_screenshot", actions.screenshot, kwargs), args.timeout)
     shot = screenshot_store(ctx=ctx, png=out.pop("_png"))
     out["screenshot"] = screenshot_result(shot)
     ctx.emit_output(f"screenshot {shot.width}×{shot.height} of {out['url']}\n")
@@ -66,7 +76,7 @@ def browser_screenshot(
 @activity("browser_click")
 def browser_click(args: BrowserClick, ctx: ActivityContext[BrowserSettings]) -> dict[str, Any]:
     kwargs = {"selector": args.selector, "text": args.text}
-    out = _run(ctx, Action("browser_click", actions.click, kwargs))
+    out = _run(ctx, Action("browser_click", actions.click, kwargs), args.timeout)
     ctx.emit_output(f"clicked {out['clicked']} → {out['url']}\n")
     return out
 
@@ -74,7 +84,7 @@ def browser_click(args: BrowserClick, ctx: ActivityContext[BrowserSettings]) -> 
 @activity("browser_type")
 def browser_type(args: BrowserType, ctx: ActivityContext[BrowserSettings]) -> dict[str, Any]:
     kwargs = {"selector": args.selector, "text": args.text, "submit": args.submit}
-    out = _run(ctx, Action("browser_type", actions.type_text, kwargs))
+    out = _run(ctx, Action("browser_type", actions.type_text, kwargs), args.timeout)
     ctx.emit_output(f"typed {len(args.text)} characters into {args.selector}\n")
     return out
 
@@ -82,7 +92,7 @@ def browser_type(args: BrowserType, ctx: ActivityContext[BrowserSettings]) -> di
 @activity("browser_wait")
 def browser_wait(args: BrowserWait, ctx: ActivityContext[BrowserSettings]) -> dict[str, Any]:
     kwargs = {"selector": args.selector, "state": args.state, "milliseconds": args.milliseconds}
-    return _run(ctx, Action("browser_wait", actions.wait, kwargs))
+    return _run(ctx, Action("browser_wait", actions.wait, kwargs), args.timeout)
 
 
 @activity("browser_extract")
@@ -90,6 +100,7 @@ def browser_extract(args: BrowserExtract, ctx: ActivityContext[BrowserSettings])
     out = _run(
         ctx,
         Action("browser_extract", actions.extract, {"kind": args.kind, "selector": args.selector}),
+        args.timeout,
     )
     size = f"{out['chars']} characters" if args.kind == "text" else f"{out['count']} links"
     ctx.emit_output(f"extracted {size} from {out['url']}\n")
@@ -98,6 +109,6 @@ def browser_extract(args: BrowserExtract, ctx: ActivityContext[BrowserSettings])
 
 @activity("browser_back")
 def browser_back(args: BrowserBack, ctx: ActivityContext[BrowserSettings]) -> dict[str, Any]:
-    out = _run(ctx, Action("browser_back", actions.back, {}))
+    out = _run(ctx, Action("browser_back", actions.back, {}), args.timeout)
     ctx.emit_output(f"back → {out['url']}\n")
     return out

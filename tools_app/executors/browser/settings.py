@@ -62,6 +62,12 @@ GROUP = register_group(
         description="A real Chromium per conversation: open pages, click, type, read and take "
         "screenshots. Every request is checked against the allowed domains and the SSRF guard.",
         settings_model=BrowserSettings,
+        limits=(
+            "timeout_seconds",
+            "allowed_domains",
+            "max_screenshots_per_conversation",
+            "javascript_enabled",
+        ),
         order=35,
         queue="browser",
         sandboxed=False,

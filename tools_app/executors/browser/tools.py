@@ -14,11 +14,22 @@ from tools_app.runtime import BindContext
 WaitState = Literal["visible", "hidden", "attached", "detached"]
 
 
+def _timeout() -> Any:
+    # Seed 003's `timeout` per call: the model may give an action less time than the admin's
+    # maximum (Browser → timeout seconds), never more: a longer one is cut to it.
+    return Field(
+        None,
+        ge=1,
+        description="Seconds this action may take (capped by the admin's maximum).",
+    )
+
+
 class BrowserOpen(BaseTool[BrowserSettings], group="browser", slash="browse"):
     """Open a web page in the conversation's browser and return its final URL, title and
     HTTP status. Cookies persist across calls in this conversation."""
 
     url: str = Field(description="http:// or https:// URL.", examples=["https://example.com/"])
+    timeout: int | None = _timeout()
 
     @classmethod
     def from_shorthand(cls, text: str) -> dict[str, Any]:
@@ -40,6 +51,7 @@ class BrowserScreenshot(BaseTool[BrowserSettings], group="browser"):
     selector: str | None = Field(
         None, description="CSS selector of one element to capture instead of the page."
     )
+    timeout: int | None = _timeout()
 
 
 class BrowserClick(BaseTool[BrowserSettings], group="browser"):
@@ -48,6 +60,7 @@ class BrowserClick(BaseTool[BrowserSettings], group="browser"):
 
     selector: str | None = Field(None, description="CSS selector, e.g. a#readme.")
     text: str | None = Field(None, description="Visible text of the element, e.g. README.")
+    timeout: int | None = _timeout()
 
     @model_validator(mode="after")
     def _one_target(self) -> BrowserClick:
@@ -63,6 +76,7 @@ class BrowserType(BaseTool[BrowserSettings], group="browser"):
     selector: str = Field(description="CSS selector of the input, e.g. input[name=q].")
     text: str = Field(description="The text to type.")
     submit: bool = Field(False, description="Press Enter afterwards.")
+    timeout: int | None = _timeout()
 
 
 class BrowserWait(BaseTool[BrowserSettings], group="browser"):
@@ -72,6 +86,7 @@ class BrowserWait(BaseTool[BrowserSettings], group="browser"):
     selector: str | None = Field(None, description="CSS selector to wait for.")
     state: WaitState = Field("visible", description="State the element must reach.")
     milliseconds: int | None = Field(None, ge=0, description="Just wait this long instead.")
+    timeout: int | None = _timeout()
 
     @model_validator(mode="after")
     def _one_condition(self) -> BrowserWait:
@@ -88,7 +103,10 @@ class BrowserExtract(BaseTool[BrowserSettings], group="browser"):
     selector: str | None = Field(
         None, description="Only inside the elements matching this CSS selector."
     )
+    timeout: int | None = _timeout()
 
 
 class BrowserBack(BaseTool[BrowserSettings], group="browser"):
     """Go back to the previous page in the conversation's browser history."""
+
+    timeout: int | None = _timeout()

@@ -11,8 +11,9 @@ from tools_app.executors.dev.tools import (
     GitStatus,
     RunTests,
     SearchCode,
-    pytest_command,
+    test_argv,
 )
+from tools_app.executors.file.paths import workspace_parts
 from tools_app.executors.sandboxing import run_in_sandbox
 from tools_app.executors.shell.settings import ShellSettings
 from tools_app.registry import activity
@@ -69,23 +70,29 @@ def _ensure_repo(ctx: ActivityContext[DevSettings]) -> None:
 @activity("run_tests")
 def run_tests(args: RunTests, ctx: ActivityContext[DevSettings]) -> dict[str, Any]:
     shell = selectors.group_settings("shell", ShellSettings)
-    result = _run(
-        ctx,
-        ["bash", "-c", pytest_command(args.path, args.pattern)],
-        network=shell.allow_network,
-    )
+    argv = test_argv(args.command, ctx.settings.test_commands)  # settings may have changed
+    cwd = "/".join(["/workspace", *workspace_parts(args.cwd)])
+    # PYTHONPATH: `pytest` then imports the project's modules from the working directory as
+    # `python3 -m pytest` does (the runner the tool used before the seed's default command).
+    result = _run(ctx, argv, cwd=cwd, network=shell.allow_network, env={"PYTHONPATH": cwd})
+    # The seed's result: output, errors, returncode (and success, added for every call).
     data = {
-        "exit_code": result.exit_code,
-        "stdout": result.stdout,
-        "stderr": result.stderr,
+        "output": result.stdout,
+        "errors": result.stderr,
+        "returncode": result.exit_code,
         "truncated": result.truncated,
     }
     if result.exit_code == 0:
-        return {**data, "passed": True}
+        return data
     lines = (result.stdout.strip() or result.stderr.strip() or "no output").splitlines()
     summary = lines[-1]
-    reason = "no tests were collected" if result.exit_code == 5 else f"tests failed: {summary}"
-    raise ToolError(reason, data={**data, "passed": False})
+    if result.exit_code == 5:
+        reason = "no tests were collected"
+    elif result.exit_code == 127:
+        reason = f"{argv[0]}: command not found in the sandbox"
+    else:
+        reason = f"tests failed: {summary}"
+    raise ToolError(reason, data=data)
 
 
 @activity("git_status")

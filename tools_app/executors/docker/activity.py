@@ -8,9 +8,14 @@ from typing import Any
 from docker.errors import APIError, DockerException
 
 from tools_app.errors import ToolCancelled, ToolError, ToolTimeout
+from tools_app.executors.docker import managed
 from tools_app.executors.docker.engine import client_for, container_allowed, get_container
 from tools_app.executors.docker.settings import DockerSettings
 from tools_app.executors.docker.tools import (
+    ContainerCreate,
+    ContainerRemove,
+    ContainerRun,
+    ContainerStop,
     DockerExec,
     DockerInspect,
     DockerListContainers,
@@ -225,3 +230,28 @@ def docker_stop(args: DockerStop, ctx: ActivityContext[DockerSettings]) -> dict[
 @activity("docker_restart")
 def docker_restart(args: DockerRestart, ctx: ActivityContext[DockerSettings]) -> dict[str, Any]:
     return _lifecycle(ctx, args.container_id, "restart")
+
+
+# --- containers the tool creates ----------------------------------------------------------
+@activity("container_create")
+def container_create(args: ContainerCreate, ctx: ActivityContext[DockerSettings]) -> dict[str, Any]:
+    container = managed.container_make(args, ctx, start=False)
+    return {"action": "create", **managed.describe(container)}
+
+
+@activity("container_run")
+def container_run(args: ContainerRun, ctx: ActivityContext[DockerSettings]) -> dict[str, Any]:
+    container = managed.container_make(args, ctx, start=True)
+    if not args.detach:
+        return {"action": "run", **managed.run_to_end(container, ctx)}
+    return {"action": "run", **managed.describe(container)}
+
+
+@activity("container_stop")
+def container_stop(args: ContainerStop, ctx: ActivityContext[DockerSettings]) -> dict[str, Any]:
+    return managed.container_act(args.container_id, ctx, "stop")
+
+
+@activity("container_remove")
+def container_remove(args: ContainerRemove, ctx: ActivityContext[DockerSettings]) -> dict[str, Any]:
+    return managed.container_act(args.container_id, ctx, "remove", force=args.force)

@@ -1,12 +1,14 @@
 from __future__ import annotations
 
+import fnmatch
+import re
 from typing import ClassVar
 
 from django.contrib.auth import get_user_model
 from pydantic import Field
 
 from tools_app.errors import PolicyDenied
-from tools_app.executors.docker.settings import DockerSettings
+from tools_app.executors.docker.settings import DockerSettings, port_ranges
 from tools_app.executors.shell.policy import split_argv
 from tools_app.registry import BaseTool
 from tools_app.runtime import BindContext
@@ -105,3 +107,132 @@ class DockerRestart(_OneContainer, group="docker"):
     """Restart a container."""
 
     docker_operation: ClassVar[str] = "restart"
+
+
+# --- containers the tool creates (seed 003: "start an nginx container") --------------------
+NAME = r"^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,40}$"
+_PORT = re.compile(r"^(?:(\d{1,5}):)?(\d{1,5})(?:/(tcp|udp))?$")
+
+
+def image_ref(image: str) -> str:
+    """``repo[:tag]`` with the tag made explicit (``nginx`` is ``nginx:latest``)."""
+    image = image.strip()
+    last = image.rsplit("/", 1)[-1]
+    return image if ":" in last or "@" in last else f"{image}:latest"
+
+
+def image_allowed(image: str, patterns: list[str]) -> bool:
+    ref = image_ref(image)
+    return any(
+        fnmatch.fnmatchcase(ref, image_ref(p)) or fnmatch.fnmatchcase(ref, p) for p in patterns
+    )
+
+
+def parse_ports(entries: list[str]) -> dict[str, int]:
+    """``HOST:CONTAINER[/tcp|udp]`` (as ``docker run -p``) → {"CONTAINER/proto": HOST}."""
+    out: dict[str, int] = {}
+    for entry in entries:
+        match = _PORT.match(entry.strip())
+        if not match or match.group(1) is None:
+            raise PolicyDenied(f"{entry!r}: write a published port as HOST:CONTAINER, e.g. 8080:80")
+        host, inner = int(match.group(1)), int(match.group(2))
+        if not (1 <= host <= 65535 and 1 <= inner <= 65535):
+            raise PolicyDenied(f"{entry!r}: ports go from 1 to 65535")
+        key = f"{inner}/{match.group(3) or 'tcp'}"
+        if key in out:
+            raise PolicyDenied(f"container port {key} is published twice")
+        out[key] = host
+    return out
+
+
+class ContainerCreate(_DockerTool, group="docker"):
+    """Create a container (not started) from an image an admin allows, with the admin's
+    resource limits, no host files and no privileges. Its name starts with cctool-; start it
+    with docker_start, or use container_run to create and start at once."""
+
+    image: str = Field(
+        min_length=1,
+        max_length=300,
+        description="Image, e.g. nginx:1.27 (must be on the admin's list of images).",
+        examples=["controlcenter-sandbox-mini:latest"],
+    )
+    name: str | None = Field(
+        None, pattern=NAME, description="A short name; the container is called cctool-<name>."
+    )
+    command: str | None = Field(
+        None,
+        max_length=4000,
+        description="Command to run instead of the image's default (split like a shell, run "
+        "without one).",
+        examples=["sleep 300"],
+    )
+    env: list[str] = Field(
+        default_factory=list, max_length=50, description="Environment variables, NAME=value."
+    )
+    ports: list[str] = Field(
+        default_factory=list,
+        max_length=10,
+        description="Published ports, HOST:CONTAINER (as docker run -p), e.g. 8080:80; the "
+        "host port must be in the admin's ranges.",
+    )
+    docker_operation: ClassVar[str] = "create"
+
+    def check_policy(self, settings: DockerSettings, ctx: BindContext) -> None:
+        super().check_policy(settings, ctx)
+        if not settings.allowed_images:
+            raise PolicyDenied(
+                "no image may be used: an admin lists the allowed images under Docker → "
+                "allowed images"
+            )
+        if not image_allowed(self.image, settings.allowed_images):
+            allowed = ", ".join(settings.allowed_images)
+            raise PolicyDenied(f"image {self.image!r} is not allowed (allowed: {allowed})")
+        for entry in self.env:
+            name, sep, _ = entry.partition("=")
+            if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                raise PolicyDenied(f"{entry[:60]!r}: write environment variables as NAME=value")
+        if self.command is not None:
+            try:
+                split_argv(self.command)
+            except ValueError as exc:
+                raise PolicyDenied(f"cannot split the command: {exc}") from None
+        published = parse_ports(self.ports)
+        if published and settings.container_network == "none":
+            raise PolicyDenied(
+                "publishing ports needs a network; an admin sets Docker → container network"
+            )
+        ranges = port_ranges(settings.allowed_ports)
+        for host in published.values():
+            if not any(first <= host <= last for first, last in ranges):
+                allowed = ", ".join(settings.allowed_ports) or "none"
+                raise PolicyDenied(f"host port {host} is not allowed (allowed: {allowed})")
+
+
+class ContainerRun(ContainerCreate, group="docker"):
+    """Create and start a container from an allowed image (as docker run). With
+    detach=false, wait for it to end (within the call's timeout) and return its exit code and
+    logs, then remove it."""
+
+    detach: bool = Field(True, description="Leave it running; false: wait, return, remove.")
+    docker_operation: ClassVar[str] = "create"
+
+    def check_policy(self, settings: DockerSettings, ctx: BindContext) -> None:
+        super().check_policy(settings, ctx)
+        if "start" not in settings.allowed_operations:
+            raise PolicyDenied(
+                "docker operation 'start' is not allowed, and container_run starts what it "
+                "creates; use container_create, or an admin allows start"
+            )
+
+
+class ContainerStop(_OneContainer, group="docker"):
+    """Stop a container this tool created (container_create / container_run)."""
+
+    docker_operation: ClassVar[str] = "stop"
+
+
+class ContainerRemove(_OneContainer, group="docker"):
+    """Remove a container this tool created (stopped first when force=true)."""
+
+    force: bool = Field(False, description="Stop it first if it is running.")
+    docker_operation: ClassVar[str] = "remove"

@@ -8,6 +8,13 @@ O_NOFOLLOW and symlinks are followed by hand, re-checking each target against th
 paths — an emulation of openat2(RESOLVE_BENEATH), so a rename racing the walk cannot lead it
 out of the workspace.
 
+Host folders an admin granted (the File group's *host folders*) are mounted into the sandbox
+and named ``/mnt/<name>/...``; the request's ``folders`` maps each name to where it is here
+and whether it is writable. A path in one is resolved below that folder the same way, a link
+may not lead out of it (nor into the workspace or another folder), and nothing is written
+through a link there at all: a write or a delete in a host folder refuses every link on the
+way. A read-only folder refuses writes here as well as at its (read-only) mount.
+
 Answer on stdout: {"ok": true, ...} or {"ok": false, "kind": "denied"|"error", "error": "..."}.
 """
 
@@ -20,6 +27,7 @@ import sys
 
 MAX_HOPS = 40
 MAX_LIST = 2000
+HOST_ROOT = "/mnt"
 
 
 class Refused(Exception):
@@ -61,12 +69,51 @@ def check(parts, prefixes, original):
         raise Refused(f"{original!r} is not inside an allowed path")
 
 
-def resolve(path, prefixes, *, follow_last=True, create_dirs=False):
-    """Return (dir_fd, last_name, parts): dir_fd is the opened parent directory."""
-    parts = split(path)
-    check(parts, prefixes, path)
+class Root:
+    """Where a path is resolved: the workspace (the current directory) or a host folder."""
+
+    def __init__(self, folder=None, name=None):
+        self.folder = folder  # None: the workspace
+        self.name = name
+
+    def open(self):
+        where = self.folder["path"] if self.folder else "."
+        try:
+            return os.open(where, os.O_RDONLY | os.O_DIRECTORY)
+        except FileNotFoundError:
+            raise Failed(f"host folder {self.name!r} is not there on this worker") from None
+
+    def shown(self, parts):
+        inside = "/".join(parts)
+        if self.folder is None:
+            return inside
+        return f"{HOST_ROOT}/{self.name}" + (f"/{inside}" if inside else "")
+
+
+def locate(path, folders):
+    """(Root, path within it) of a requested path: ``/mnt/<name>/...`` is a host folder an
+    admin granted, everything else the workspace (``split`` refuses what leaves it)."""
+    if path == HOST_ROOT or path.startswith(HOST_ROOT + "/"):
+        rest = path[len(HOST_ROOT) :].lstrip("/")
+        name, _, inside = rest.partition("/")
+        folder = (folders or {}).get(name)
+        if folder is None:
+            granted = ", ".join(f"{HOST_ROOT}/{n}" for n in sorted(folders or {})) or "none"
+            raise Refused(f"{path!r} is not in a host folder an admin granted (granted: {granted})")
+        return Root(folder, name), inside
+    return Root(), path
+
+
+def resolve(path, prefixes, *, follow_last=True, create_dirs=False, folders=None, write=False):
+    """Return (dir_fd, last_name, parts, root): dir_fd is the opened parent directory."""
+    root, inside = locate(path, folders)
+    if root.folder is not None and write and not root.folder.get("rw"):
+        raise Refused(f"host folder {root.name!r} is read-only")
+    parts = split(inside if root.folder is not None else path)
+    if root.folder is None:
+        check(parts, prefixes, path)
     for _ in range(MAX_HOPS):
-        fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY)
+        fd = root.open()
         redirected = None
         try:
             for i, comp in enumerate(parts):
@@ -75,12 +122,31 @@ def resolve(path, prefixes, *, follow_last=True, create_dirs=False):
                     st = os.stat(comp, dir_fd=fd, follow_symlinks=False)
                 except FileNotFoundError:
                     if last:
-                        return fd, comp, parts
+                        return fd, comp, parts, root
                     if not create_dirs:
-                        raise Failed(f"{'/'.join(parts[: i + 1])!r} does not exist") from None
+                        raise Failed(f"{root.shown(parts[: i + 1])!r} does not exist") from None
                     os.mkdir(comp, 0o755, dir_fd=fd)
                     st = os.stat(comp, dir_fd=fd, follow_symlinks=False)
                 if stat.S_ISLNK(st.st_mode) and (follow_last or not last):
+                    shown = root.shown(parts[: i + 1])
+                    if root.folder is not None:
+                        if write:
+                            raise Refused(
+                                f"{shown!r} is a symbolic link; nothing is written through a "
+                                "link in a host folder"
+                            )
+                        target = os.readlink(comp, dir_fd=fd)
+                        if target.startswith("/"):
+                            raise Refused(f"{shown!r} is a symlink pointing outside its folder")
+                        try:
+                            redirected = (
+                                split(posixpath.join("/".join(parts[:i]), target)) + parts[i + 1 :]
+                            )
+                        except Refused:
+                            raise Refused(
+                                f"{shown!r} is a symlink pointing outside its folder"
+                            ) from None
+                        break
                     target = os.readlink(comp, dir_fd=fd)
                     base = "/".join(parts[:i])
                     joined = target if target.startswith("/") else posixpath.join(base, target)
@@ -98,14 +164,14 @@ def resolve(path, prefixes, *, follow_last=True, create_dirs=False):
                         )
                     break
                 if last:
-                    return fd, comp, parts
+                    return fd, comp, parts, root
                 if not stat.S_ISDIR(st.st_mode):
-                    raise Failed(f"{'/'.join(parts[: i + 1])!r} is not a directory")
+                    raise Failed(f"{root.shown(parts[: i + 1])!r} is not a directory")
                 nfd = os.open(comp, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
                 os.close(fd)
                 fd = nfd
             else:
-                return fd, None, parts  # the workspace root itself
+                return fd, None, parts, root  # the workspace (or the folder) itself
         except BaseException:
             os.close(fd)
             raise
@@ -138,7 +204,7 @@ def open_file(dir_fd, name, flags):
 
 
 def op_read(req, prefixes):
-    dir_fd, name, parts = resolve(req["path"], prefixes)
+    dir_fd, name, parts, root = resolve(req["path"], prefixes, folders=req.get("folders"))
     try:
         if name is None:
             raise Failed("the path is a directory; use file_list")
@@ -155,7 +221,7 @@ def op_read(req, prefixes):
     data = data[:limit]
     if b"\0" in data[:8192]:
         return {
-            "path": "/".join(parts),
+            "path": root.shown(parts),
             "size": st.st_size,
             "binary": True,
             "content": None,
@@ -167,7 +233,7 @@ def op_read(req, prefixes):
     count = req.get("max_lines")
     chosen = lines[start - 1 : (start - 1 + int(count)) if count else None]
     out = {
-        "path": "/".join(parts),
+        "path": root.shown(parts),
         "size": st.st_size,
         "content": "".join(chosen),
         "start_line": start,
@@ -184,10 +250,12 @@ def op_write(req, prefixes):
     content = req["content"].encode("utf-8")
     if len(content) > int(req["max_bytes"]):
         raise Refused(f"content is {len(content)} bytes; the limit is {req['max_bytes']}")
-    dir_fd, name, parts = resolve(req["path"], prefixes, create_dirs=True)
+    dir_fd, name, parts, root = resolve(
+        req["path"], prefixes, create_dirs=True, folders=req.get("folders"), write=True
+    )
     try:
         if name is None:
-            raise Failed("cannot write to the workspace directory itself")
+            raise Failed("cannot write to the folder itself")
         append = req.get("mode") == "append"
         fd, _ = open_file(dir_fd, name, os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else 0))
         if not append:
@@ -199,18 +267,21 @@ def op_write(req, prefixes):
     finally:
         os.close(dir_fd)
     return {
-        "path": "/".join(parts),
-        "bytes_written": len(content),
+        "status": "written",
+        "path": root.shown(parts),
+        "size_bytes": len(content),
         "size": size,
         "mode": req.get("mode") or "overwrite",
     }
 
 
 def op_delete(req, prefixes):
-    dir_fd, name, parts = resolve(req["path"], prefixes, follow_last=False)
+    dir_fd, name, parts, root = resolve(
+        req["path"], prefixes, follow_last=False, folders=req.get("folders"), write=True
+    )
     try:
         if name is None:
-            raise Refused("refusing to delete the workspace itself")
+            raise Refused("refusing to delete the workspace (or a host folder) itself")
         try:
             st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
         except FileNotFoundError:
@@ -226,7 +297,7 @@ def op_delete(req, prefixes):
             kind = "symlink" if stat.S_ISLNK(st.st_mode) else "file"
     finally:
         os.close(dir_fd)
-    return {"path": "/".join(parts), "deleted": kind}
+    return {"path": root.shown(parts), "deleted": kind}
 
 
 def _entries(dir_fd, prefix, recursive, out, depth):
@@ -250,7 +321,14 @@ def _entries(dir_fd, prefix, recursive, out, depth):
 
 
 def op_list(req, prefixes):
-    dir_fd, name, parts = resolve(req.get("path") or ".", prefixes)
+    folders = req.get("folders") or {}
+    if (req.get("path") or "").rstrip("/") == HOST_ROOT:
+        granted = [
+            {"path": f"{HOST_ROOT}/{n}", "type": "dir", "size": None, "writable": bool(f["rw"])}
+            for n, f in sorted(folders.items())
+        ]
+        return {"path": HOST_ROOT, "entries": granted, "count": len(granted)}
+    dir_fd, name, parts, root = resolve(req.get("path") or ".", prefixes, folders=folders)
     try:
         if name is not None:
             try:
@@ -265,11 +343,12 @@ def op_list(req, prefixes):
         os.close(dir_fd)
     entries: list[dict[str, object]] = []
     try:
-        prefix = "/".join(parts) + "/" if parts else ""
+        shown = root.shown(parts)
+        prefix = shown + "/" if shown else ""
         capped = _entries(fd, prefix, bool(req.get("recursive")), entries, 0)
     finally:
         os.close(fd)
-    out = {"path": "/".join(parts) or ".", "entries": entries, "count": len(entries)}
+    out = {"path": shown or ".", "entries": entries, "count": len(entries)}
     if capped:
         out["notice"] = f"listing stopped at {MAX_LIST} entries"
     return out

@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+from pathlib import Path
+
+from django.conf import settings as django_settings
 from django.utils.translation import gettext as _
 from pydantic import Field, field_validator
 
-from tools_app.executors.file.paths import normalise_allowed
+from tools_app.executors.file.paths import HostFolder, normalise_allowed, parse_host_folder
 from tools_app.executors.sandboxing import SandboxedSettings
 from tools_app.registry import ToolGroup, register_group
 
@@ -22,6 +25,13 @@ class FileSettings(SandboxedSettings):
         description="Larger writes are refused; larger reads are cut with a notice (bytes).",
     )
 
+    host_folders: list[str] = Field(
+        default_factory=list,
+        description="Folders of the worker host the file tools may use, one per line: "
+        "name=/absolute/path (read-only) or name=/absolute/path rw. Each appears in the "
+        "sandbox as /mnt/<name>; links in it never lead out, and nothing is written through "
+        "one. The sandbox user (SANDBOX_UID) must be able to read (and for rw, write) it.",
+    )
     upload_max_mb: int = Field(
         0,
         ge=0,
@@ -48,10 +58,31 @@ class FileSettings(SandboxedSettings):
             out.append(ext)
         return out
 
+    @field_validator("host_folders")
+    @classmethod
+    def _folders(cls, value: list[str]) -> list[str]:
+        forbidden = tuple(
+            Path(p).resolve() for p in (django_settings.VAR_DIR, django_settings.WORKSPACES_DIR)
+        )
+        out, names = [], set()
+        for raw in value:
+            if not raw.strip():
+                continue
+            folder = parse_host_folder(raw, forbidden=forbidden)
+            if folder.name in names:
+                raise ValueError(f"{raw!r}: the name {folder.name!r} is used twice")
+            names.add(folder.name)
+            out.append(folder.entry())
+        return out
+
     @field_validator("allowed_paths")
     @classmethod
     def _relative_paths(cls, value: list[str]) -> list[str]:
         return normalise_allowed(value)
+
+
+def host_folders(settings: FileSettings) -> list[HostFolder]:
+    return [parse_host_folder(entry) for entry in settings.host_folders]
 
 
 GROUP = register_group(
@@ -60,6 +91,7 @@ GROUP = register_group(
         label=_("File"),
         description="Read, write, delete and list files in the conversation's workspace.",
         settings_model=FileSettings,
+        limits=("timeout_seconds", "allowed_paths", "host_folders", "max_file_bytes"),
         order=20,
         sandboxed=True,
     )

@@ -1,35 +1,48 @@
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
 from tools_app.errors import PolicyDenied
 from tools_app.executors.file.paths import check_allowed
-from tools_app.executors.file.settings import FileSettings
+from tools_app.executors.file.settings import FileSettings, host_folders
 from tools_app.registry import BaseTool
 from tools_app.runtime import BindContext
 
 
 class _PathTool(BaseTool[FileSettings], abstract=True):
     path: str = Field(description="Path relative to the workspace, e.g. src/app.py.")
+    writes: ClassVar[bool] = False
 
     def check_policy(self, settings: FileSettings, ctx: BindContext) -> None:
-        check_allowed(self.path, settings.allowed_paths)
+        check_allowed(
+            self.path, settings.allowed_paths, host_folders(settings), write=type(self).writes
+        )
 
 
 class FileRead(_PathTool, group="file"):
-    """Read a text file from the workspace (optionally a range of lines)."""
+    """Read a text file from the workspace (optionally a range of lines), or from a host
+    folder an admin granted (/mnt/<name>/...)."""
 
-    path: str = Field(description="Path relative to the workspace.", examples=["README.md"])
+    path: str = Field(
+        description="Path relative to the workspace, or /mnt/<folder>/... in a host folder.",
+        examples=["README.md"],
+    )
     start_line: int = Field(1, ge=1, description="First line to return (1-based).")
     max_lines: int | None = Field(None, ge=1, description="How many lines (default: all).")
 
 
 class FileWrite(_PathTool, group="file"):
-    """Write (or append to) a text file in the workspace; parent directories are created."""
+    """Write (or append to) a text file in the workspace, or in a host folder an admin granted
+    for writing (/mnt/<name>/...); parent directories are created."""
 
-    path: str = Field(description="Path relative to the workspace.", examples=["notes.txt"])
+    writes: ClassVar[bool] = True
+    path: str = Field(
+        description="Path relative to the workspace, or /mnt/<folder>/... in a writable host "
+        "folder.",
+        examples=["notes.txt"],
+    )
     content: str = Field(description="The text to write.", examples=["hello\n"])
     mode: Literal["overwrite", "append"] = Field("overwrite", description="overwrite or append.")
 
@@ -43,13 +56,19 @@ class FileWrite(_PathTool, group="file"):
 
 
 class FileDelete(_PathTool, group="file"):
-    """Delete a file (or an empty directory) in the workspace."""
+    """Delete a file (or an empty directory) in the workspace or a writable host folder."""
 
+    writes: ClassVar[bool] = True
     path: str = Field(description="Path relative to the workspace.", examples=["notes.txt"])
 
 
 class FileList(_PathTool, group="file"):
-    """List a directory of the workspace (optionally recursively)."""
+    """List a directory of the workspace (optionally recursively); /mnt lists the host folders
+    an admin granted."""
 
-    path: str = Field(".", description="Directory relative to the workspace.", examples=["."])
+    path: str = Field(
+        ".",
+        description="Directory relative to the workspace, /mnt, or /mnt/<folder>/...",
+        examples=["."],
+    )
     recursive: bool = Field(False, description="Include subdirectories.")

@@ -37,6 +37,7 @@ GROUP = register_group(
         description="HTTP requests to allowed hosts, behind an SSRF guard (no private, loopback "
         "or metadata addresses unless an admin allows them).",
         settings_model=HttpSettings,
+        limits=("timeout_seconds", "allowed_hosts", "max_response_bytes"),
         order=40,
     )
 )

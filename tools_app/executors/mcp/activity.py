@@ -37,7 +37,7 @@ def mcp_call(args: McpTool, ctx: ActivityContext[McpSettings]) -> dict[str, Any]
         cancel=ctx.cancel,
     )
     ctx.sandbox_id = sandbox_id
-    out, is_error = convert_result(result, ctx)
+    out, is_error = convert_result(result, ctx, limit=settings.max_result_chars)
     if is_error:
         raise ToolError(out.get("text") or "the MCP tool reported an error", data=out)
     return out

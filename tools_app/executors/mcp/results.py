@@ -1,10 +1,16 @@
 """An MCP tool result as our result dict: text, images (stored, shown inline on the card),
-embedded resources, resource links and structured content."""
+embedded resources, resource links and structured content.
+
+What the model reads is capped (the group's ``max_result_chars``, 15,000 by default, after
+seed 004's ``mcp_context_limit``): text first, then resources' text, then structured content
+share one budget, and what does not fit is cut with a ``[truncated, N more characters]``
+marker so the model knows there was more."""
 
 from __future__ import annotations
 
 import base64
 import binascii
+import json
 import uuid
 from pathlib import Path
 from typing import Any
@@ -13,7 +19,7 @@ from tools_app.runtime import ActivityContext
 
 MAX_IMAGES = 8
 MAX_IMAGE_BYTES = 5_000_000
-TEXT_LIMIT = 200_000
+DEFAULT_LIMIT = 15_000
 _IMAGE_EXT = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "image/webp": "webp"}
 
 
@@ -66,24 +72,45 @@ def _image(ctx: ActivityContext, block: Any, count: int) -> dict[str, Any]:
     return _store_image(ctx, data, mime)
 
 
-def _resource(contents: Any) -> dict[str, Any]:
+class _Budget:
+    """Characters left for the model; ``take`` cuts a text to what is left, with a marker."""
+
+    def __init__(self, limit: int) -> None:
+        self.left = limit
+        self.cut = False
+
+    def take(self, text: str) -> str:
+        if len(text) <= self.left:
+            self.left -= len(text)
+            return text
+        kept = text[: max(self.left, 0)]
+        self.left = 0
+        self.cut = True
+        return f"{kept}\n[truncated, {len(text) - len(kept):,} more characters]"
+
+
+def _resource(contents: Any, budget: _Budget) -> dict[str, Any]:
     out: dict[str, Any] = {"type": "resource", "uri": str(getattr(contents, "uri", ""))}
     mime = getattr(contents, "mime_type", None)
     if mime:
         out["mime_type"] = mime
     text = getattr(contents, "text", None)
     if text is not None:
-        out["text"] = str(text)[:TEXT_LIMIT]
+        out["text"] = budget.take(str(text))
     else:
         blob = str(getattr(contents, "blob", "") or "")
         out["bytes"] = len(blob) * 3 // 4
     return out
 
 
-def convert_result(result: Any, ctx: ActivityContext) -> tuple[dict[str, Any], bool]:
-    """(our result fields, is_error)."""
+def convert_result(
+    result: Any, ctx: ActivityContext, *, limit: int = DEFAULT_LIMIT
+) -> tuple[dict[str, Any], bool]:
+    """(our result fields, is_error). ``limit``: characters the model may get."""
+    budget = _Budget(limit)
     texts: list[str] = []
     parts: list[dict[str, Any]] = []
+    resources: list[tuple[int, Any]] = []
     images = 0
     for block in getattr(result, "content", None) or []:
         kind = getattr(block, "type", "")
@@ -96,7 +123,8 @@ def convert_result(result: Any, ctx: ActivityContext) -> tuple[dict[str, Any], b
         elif kind == "audio":
             parts.append({"type": "audio", "mime_type": getattr(block, "mime_type", "")})
         elif kind == "resource":
-            parts.append(_resource(block.resource))
+            resources.append((len(parts), block.resource))
+            parts.append({})
         elif kind == "resource_link":
             parts.append(
                 {
@@ -107,10 +135,9 @@ def convert_result(result: Any, ctx: ActivityContext) -> tuple[dict[str, Any], b
             )
     out: dict[str, Any] = {}
     if texts:
-        text = "\n".join(texts)
-        out["text"] = text[:TEXT_LIMIT]
-        if len(text) > TEXT_LIMIT:
-            out["truncated"] = True
+        out["text"] = budget.take("\n".join(texts))
+    for index, contents in resources:  # after the text, which comes first for the model
+        parts[index] = _resource(contents, budget)
     if parts:
         out["content"] = parts
         shown = [p for p in parts if p.get("type") == "image" and "id" in p]
@@ -118,5 +145,15 @@ def convert_result(result: Any, ctx: ActivityContext) -> tuple[dict[str, Any], b
             out["images"] = shown
     structured = getattr(result, "structured_content", None)
     if structured is not None:
-        out["structured"] = structured
+        encoded = json.dumps(structured, ensure_ascii=False, default=str)
+        if len(encoded) <= budget.left:
+            budget.left -= len(encoded)
+            out["structured"] = structured
+        else:  # as text, cut: a cut JSON value is no longer JSON
+            out["structured_text"] = budget.take(encoded)
+    if budget.cut:
+        out["truncated"] = True
+        out["notice"] = (
+            f"the result was longer than {limit:,} characters (this MCP server's limit) and was cut"
+        )
     return out, bool(getattr(result, "is_error", False))

@@ -35,6 +35,14 @@ class McpSettings(SandboxedSettings):
         le=STARTUP_TIMEOUT_MAX,
         description="Longest a server may take to start and answer (s).",
     )
+    max_result_chars: int = Field(
+        15_000,
+        ge=500,
+        le=1_000_000,
+        description="Characters of a tool result the model gets (text, resources and "
+        "structured content together); the rest is cut with a 'truncated, N more' marker, so "
+        "one answer cannot fill a small model's context.",
+    )
     idle_shutdown_seconds: int = Field(
         600, ge=0, le=86_400, description="Stop a worker's session after this idle time (0: never)."
     )
@@ -57,6 +65,7 @@ def mcp_group(source: Any) -> ToolGroup:
         label=source.label or source.name,
         description=source.description or f"Tools of the MCP server {source.name!r}.",
         settings_model=McpSettings,
+        limits=("timeout_seconds", "max_result_chars", "network"),
         order=250,
         sandboxed=transport == "stdio",
         status=None if transport == "stdio" else status,

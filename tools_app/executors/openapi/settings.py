@@ -48,6 +48,7 @@ def openapi_group(source: Any) -> ToolGroup:
         label=source.label or source.name,
         description=source.description or "Operations imported from an OpenAPI document.",
         settings_model=OpenApiSettings,
+        limits=("timeout_seconds", "allowed_hosts", "max_response_bytes"),
         order=300,
         status=status,
     )

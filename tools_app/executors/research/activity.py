@@ -12,6 +12,7 @@ from tools_app.executors.http.settings import HttpSettings
 from tools_app.executors.research.extract import read_page
 from tools_app.executors.research.search import search
 from tools_app.executors.research.settings import ResearchSettings
+from tools_app.executors.research.sources import Found, sources_register
 from tools_app.executors.research.tools import ExtractPageContent, WebSearch
 from tools_app.registry import activity
 from tools_app.runtime import ActivityContext
@@ -24,9 +25,20 @@ def web_search(args: WebSearch, ctx: ActivityContext[ResearchSettings]) -> dict[
     ctx.emit_output(f"searching for {args.query!r}\n")
     backend, results = search(settings, args.query, limit, cancel=ctx.cancel)
     ctx.emit_output(f"{backend}: {len(results)} result{'s' if len(results) != 1 else ''}\n")
-    for result in results:
-        ctx.emit_output(f"· {result.title} — {result.url}\n")
-    return {"query": args.query, "results": [r.as_dict() for r in results]}
+    numbers = sources_register(
+        turn_id=ctx.turn_id,
+        found=[Found(r.url, r.title, r.snippet) for r in results],
+        call_id=ctx.call_id,
+    )
+    for number, result in zip(numbers, results, strict=True):
+        ctx.emit_output(f"[{number}] {result.title} — {result.url}\n")
+    return {
+        "query": args.query,
+        "results": [
+            {"source": number, **r.as_dict()} for number, r in zip(numbers, results, strict=True)
+        ],
+        "cite": "cite these sources by their number, e.g. [1]; the numbers hold for the turn",
+    }
 
 
 @activity("extract_page_content")
@@ -42,6 +54,7 @@ def extract_page_content(
     # rest are reported as timed out, rather than the whole call ending in a timeout.
     deadline = time.monotonic() + max(ctx.timeout - 2.0, ctx.timeout * 0.9)
     pages: list[dict[str, Any]] = []
+    done: list[tuple[str, dict[str, Any]]] = []  # (the URL asked for, its page)
     for url in dict.fromkeys(args.urls):  # each distinct URL once, in the given order
         ctx.check_cancelled()
         left = deadline - time.monotonic()
@@ -69,9 +82,20 @@ def extract_page_content(
             ctx.emit_output(f"  failed: {exc}\n")
         else:
             pages.append({"success": True, **page.as_dict()})
+            done.append((url, pages[-1]))
             cut = ", truncated" if page.truncated else ""
             ctx.emit_output(f"  {page.status}: {len(page.text)} characters of text{cut}\n")
     read = sum(1 for p in pages if p["success"])
+    # Numbered by the URL asked for (the one web_search gave), not where a redirect led.
+    numbers = sources_register(
+        turn_id=ctx.turn_id,
+        found=[Found(asked, str(page.get("title") or "")) for asked, page in done],
+        call_id=ctx.call_id,
+        read=True,
+    )
+    for number, (asked, page_out) in zip(numbers, done, strict=True):
+        page_out["source"] = number
+        ctx.emit_output(f"[{number}] {asked}\n")
     if not read:
         raise ToolError(f"none of the {len(pages)} pages could be read", data={"pages": pages})
     return {"pages": pages, "read": read, "failed": len(pages) - read}

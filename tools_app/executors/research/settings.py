@@ -8,8 +8,10 @@ from pydantic import Field, SecretStr, field_validator
 
 from tools_app.registry import GroupSettings, ToolGroup, register_group
 
-MAX_URLS = 20  # the schema's hard cap; the admin's max_urls may only lower it
-MAX_RESULTS = 50
+# The schemas' hard caps, as seed 004 has them (web_search: 1-10 results; extract_page_content:
+# 1-5 URLs); the admin's settings may only lower them.
+MAX_URLS = 5
+MAX_RESULTS = 10
 
 
 class ResearchSettings(GroupSettings):
@@ -52,6 +54,17 @@ class ResearchSettings(GroupSettings):
         20, ge=1, le=120, description="Longest one page may take to download (s)."
     )
 
+    @field_validator("max_results", "max_urls", mode="before")
+    @classmethod
+    def _at_most_the_schema(cls, value: Any, info: Any) -> Any:
+        # Settings saved when the caps were higher (50 results, 20 URLs) stay valid: the
+        # schema's cap is what a call can ask for anyway.
+        cap = MAX_RESULTS if info.field_name == "max_results" else MAX_URLS
+        try:
+            return min(int(value), cap)
+        except (TypeError, ValueError):
+            return value
+
     @field_validator("search_url")
     @classmethod
     def _url(cls, value: str) -> str:
@@ -90,6 +103,7 @@ GROUP = register_group(
         description="Web search through an admin-configured backend (SearXNG or "
         "Tavily-compatible) and page reading as clean text, behind the SSRF guard.",
         settings_model=ResearchSettings,
+        limits=("search_backend", "max_results", "max_urls", "max_chars_per_page"),
         order=45,
         status=research_status,
     )

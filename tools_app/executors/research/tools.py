@@ -1,6 +1,8 @@
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Any
+
+from pydantic import ConfigDict, Field
 
 from tools_app.errors import PolicyDenied
 from tools_app.executors.research.settings import MAX_RESULTS, MAX_URLS, ResearchSettings
@@ -8,18 +10,37 @@ from tools_app.registry import BaseTool
 from tools_app.runtime import BindContext
 
 
+def _reasoning_first_and_required(schema: dict[str, Any]) -> None:
+    # Seed 004: the model says why before it searches or reads. Shown to the model as a
+    # required field; a person's slash command may leave it out (it defaults to "").
+    required = [name for name in schema.get("required", []) if name != "reasoning"]
+    schema["required"] = ["reasoning", *required]
+
+
+REASONING = Field(
+    "",
+    max_length=1000,
+    description="Why this is needed and what you expect to find.",
+    examples=["I need the current figure from an official source."],
+)
+
+
 class WebSearch(BaseTool[ResearchSettings], group="research"):  # name: "web_search"
-    """Search the web. Returns a list of results, each with title, url and snippet; read a
+    """Search the web. Returns a list of results, each with its source number, title, url
+    and snippet; the numbers stay the same for the whole turn (cite them as [1] [2]). Read a
     result's page with extract_page_content when the snippet is not enough."""
 
+    model_config = ConfigDict(json_schema_extra=_reasoning_first_and_required)
+
+    reasoning: str = REASONING
     query: str = Field(
         min_length=1,
         max_length=400,
-        description="What to search for, as you would type it into a search engine.",
+        description="The search query, in the same language as the user's request.",
         examples=["SearXNG JSON API"],
     )
     max_results: int = Field(
-        5, ge=1, le=MAX_RESULTS, description="How many results to return (capped by the admin)."
+        5, ge=1, le=MAX_RESULTS, description="How many results to return, 1-10."
     )
 
     def check_policy(self, settings: ResearchSettings, ctx: BindContext) -> None:
@@ -30,8 +51,12 @@ class WebSearch(BaseTool[ResearchSettings], group="research"):  # name: "web_sea
 # name: "extract_page_content"
 class ExtractPageContent(BaseTool[ResearchSettings], group="research"):
     """Download web pages and return their main text (navigation, scripts and styles
-    removed). Each URL gets its own result: one page failing does not fail the others."""
+    removed), each with its source number (the same number web_search gave it, or a new
+    one). Each URL gets its own result: one page failing does not fail the others."""
 
+    model_config = ConfigDict(json_schema_extra=_reasoning_first_and_required)
+
+    reasoning: str = REASONING
     urls: list[str] = Field(
         min_length=1,
         max_length=MAX_URLS,

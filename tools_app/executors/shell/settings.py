@@ -41,6 +41,7 @@ GROUP = register_group(
         label=_("Shell"),
         description="Run command lines in the conversation's sandboxed workspace.",
         settings_model=ShellSettings,
+        limits=("timeout_seconds", "allowed_commands", "blocked_commands", "allow_network"),
         order=10,
         sandboxed=True,
     )

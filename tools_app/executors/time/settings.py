@@ -38,6 +38,7 @@ GROUP = register_group(
         label=_("Time"),
         description="Current date and time in any IANA timezone.",
         settings_model=TimeSettings,
+        limits=("default_timezone",),
         order=90,
     )
 )

