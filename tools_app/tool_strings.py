@@ -66,6 +66,8 @@ STRINGS = [
     # group file: settings
     _('Larger writes are refused; larger reads are cut with a notice (bytes).'),
     # group file: settings
+    _('Folders of the worker host the file tools may use, one per line: name=/absolute/path (read-only) or name=/absolute/path rw. Each appears in the sandbox as /mnt/<name>; links in it never lead out, and nothing is written through one. The sandbox user (SANDBOX_UID) must be able to read (and for rw, write) it.'),
+    # group file: settings
     _("Largest file a person may upload into a conversation's workspace (MB); 0: the UPLOAD_MAX_MB setting. Never above MAX_REQUEST_BODY_BYTES."),
     # group file: settings
     _("File extensions people may upload, one per line ('*': any); empty: the UPLOAD_ALLOWED_TYPES setting."),
@@ -74,25 +76,29 @@ STRINGS = [
     # group file: settings
     _('Max file'),
     # group file: settings
+    _('Host folders'),
+    # group file: settings
     _('Upload max'),
     # group file: settings
     _('Upload allowed types'),
     # tool file_delete
-    _('Delete a file (or an empty directory) in the workspace.'),
+    _('Delete a file (or an empty directory) in the workspace or a writable host folder.'),
     # tool file_delete
     _('Path relative to the workspace.'),
     # tool file_delete
     _('Path'),
     # tool file_list
-    _('List a directory of the workspace (optionally recursively).'),
+    _('List a directory of the workspace (optionally recursively); /mnt lists the host folders an admin granted.'),
     # tool file_list
-    _('Directory relative to the workspace.'),
+    _('Directory relative to the workspace, /mnt, or /mnt/<folder>/...'),
     # tool file_list
     _('Include subdirectories.'),
     # tool file_list
     _('Recursive'),
     # tool file_read
-    _('Read a text file from the workspace (optionally a range of lines).'),
+    _('Read a text file from the workspace (optionally a range of lines), or from a host folder an admin granted (/mnt/<name>/...).'),
+    # tool file_read
+    _('Path relative to the workspace, or /mnt/<folder>/... in a host folder.'),
     # tool file_read
     _('First line to return (1-based).'),
     # tool file_read
@@ -102,7 +108,9 @@ STRINGS = [
     # tool file_read
     _('Max lines'),
     # tool file_write
-    _('Write (or append to) a text file in the workspace; parent directories are created.'),
+    _('Write (or append to) a text file in the workspace, or in a host folder an admin granted for writing (/mnt/<name>/...); parent directories are created.'),
+    # tool file_write
+    _('Path relative to the workspace, or /mnt/<folder>/... in a writable host folder.'),
     # tool file_write
     _('The text to write.'),
     # tool file_write
@@ -122,11 +130,15 @@ STRINGS = [
     # group dev: settings
     _('Their e-mail.'),
     # group dev: settings
+    _("Commands run_tests may run, one per line: a call's command must start with one of them, word by word (pytest -q tests/ starts with pytest). The Shell group's allow/block lists apply too."),
+    # group dev: settings
     _('Matches search_code returns.'),
     # group dev: settings
     _('Git author name'),
     # group dev: settings
     _('Git author email'),
+    # group dev: settings
+    _('Test commands'),
     # group dev: settings
     _('Max search results'),
     # tool git_add
@@ -144,17 +156,17 @@ STRINGS = [
     # tool git_status
     _("Show the workspace repository's status (a repository is created if there is none)."),
     # tool list_directory
-    _('List a directory of the workspace.'),
+    _('List the files and folders of a directory of the workspace.'),
+    # tool list_directory
+    _('Directory relative to the workspace.'),
     # tool read_file
     _('Read a file of the workspace.'),
     # tool run_tests
-    _("Run the workspace's tests with pytest and return the exit code and output."),
+    _("Run the project's tests (pytest by default) and return their output, errors and return code."),
     # tool run_tests
-    _('Test file or directory, relative to the workspace.'),
+    _("The full test command. Default: 'pytest -q --tb=short'."),
     # tool run_tests
-    _('Only tests matching this -k expression.'),
-    # tool run_tests
-    _('Pattern'),
+    _('Working directory, relative to the workspace (default: its root).'),
     # tool search_code
     _("Search the workspace's files for a regular expression (ripgrep)."),
     # tool search_code
@@ -163,6 +175,8 @@ STRINGS = [
     _('Where to search, relative to the workspace.'),
     # tool search_code
     _('Only files matching this glob, e.g. *.py.'),
+    # tool search_code
+    _('Pattern'),
     # tool search_code
     _('Glob'),
     # tool write_file
@@ -209,6 +223,8 @@ STRINGS = [
     _('Send images to model'),
     # tool browser_back
     _("Go back to the previous page in the conversation's browser history."),
+    # tool browser_back
+    _("Seconds this action may take (capped by the admin's maximum)."),
     # tool browser_click
     _('Click an element of the current page, found by CSS selector or by its visible text, and wait for any navigation it starts.'),
     # tool browser_click
@@ -350,23 +366,27 @@ STRINGS = [
     # group research: settings
     _('Page timeout'),
     # tool extract_page_content
-    _('Download web pages and return their main text (navigation, scripts and styles removed). Each URL gets its own result: one page failing does not fail the others.'),
+    _('Download web pages and return their main text (navigation, scripts and styles removed), each with its source number (the same number web_search gave it, or a new one). Each URL gets its own result: one page failing does not fail the others.'),
+    # tool extract_page_content
+    _('Why this is needed and what you expect to find.'),
     # tool extract_page_content
     _('http:// or https:// URLs of the pages to read.'),
     # tool extract_page_content
+    _('Reasoning'),
+    # tool extract_page_content
     _('Urls'),
     # tool web_search
-    _("Search the web. Returns a list of results, each with title, url and snippet; read a result's page with extract_page_content when the snippet is not enough."),
+    _("Search the web. Returns a list of results, each with its source number, title, url and snippet; the numbers stay the same for the whole turn (cite them as [1] [2]). Read a result's page with extract_page_content when the snippet is not enough."),
     # tool web_search
-    _('What to search for, as you would type it into a search engine.'),
+    _("The search query, in the same language as the user's request."),
     # tool web_search
-    _('How many results to return (capped by the admin).'),
+    _('How many results to return, 1-10.'),
     # tool web_search
     _('Query'),
     # group docker
     _('Docker'),
     # group docker
-    _('List, inspect and read logs of containers on a Docker engine; exec, start, stop and restart only when an admin allows them.'),
+    _('List, inspect and read logs of containers on a Docker engine; exec, start, stop and restart, and creating containers from allowed images, only when an admin allows them.'),
     # group docker: settings
     _('Only admins (staff) may use the Docker tools; off: every user, within the allowed operations and containers.'),
     # group docker: settings
@@ -374,11 +394,29 @@ STRINGS = [
     # group docker: settings
     _('Engine address: a socket path (/var/run/docker.sock) or URL (tcp://host:2376). Empty: DOCKER_HOST or the default socket.'),
     # group docker: settings
-    _('Operations the tools may perform, one per line (list, inspect, logs, exec, start, stop, restart).'),
+    _('Operations the tools may perform, one per line (list, inspect, logs, exec, start, stop, restart; create and remove for the containers the tool makes).'),
     # group docker: settings
     _('Container names (globs like web-*) or labels (label:app=web), one per line. Sandbox containers only match when named exactly.'),
     # group docker: settings
     _('Log output kept per call (bytes).'),
+    # group docker: settings
+    _('Images container_create and container_run may use, one per line; globs like nginx:* or registry.example/team/* (an image without a tag is :latest). Empty: none.'),
+    # group docker: settings
+    _('Host ports the created containers may publish, one per line: 8080 or 8000-8099. Empty: none.'),
+    # group docker: settings
+    _('Host address published ports listen on (0.0.0.0: every interface).'),
+    # group docker: settings
+    _('Network the created containers join: none (no network), or the name of a Docker network (bridge, or one of your own). Publishing ports needs one.'),
+    # group docker: settings
+    _('Memory limit of each created container.'),
+    # group docker: settings
+    _('CPUs each created container may use.'),
+    # group docker: settings
+    _('Processes each created container may run.'),
+    # group docker: settings
+    _('Capabilities given back to created containers (all are dropped), one per line, e.g. CHOWN, SETUID, SETGID, NET_BIND_SERVICE for a stock nginx.'),
+    # group docker: settings
+    _('Containers the tool may have created at once (running or not); container_remove frees a place.'),
     # group docker: settings
     _('Staff only'),
     # group docker: settings
@@ -391,14 +429,66 @@ STRINGS = [
     _('Allowed containers'),
     # group docker: settings
     _('Max log'),
+    # group docker: settings
+    _('Allowed images'),
+    # group docker: settings
+    _('Allowed ports'),
+    # group docker: settings
+    _('Publish address'),
+    # group docker: settings
+    _('Container network'),
+    # group docker: settings
+    _('Container memory'),
+    # group docker: settings
+    _('Container cpus'),
+    # group docker: settings
+    _('Container pids'),
+    # group docker: settings
+    _('Container capabilities'),
+    # group docker: settings
+    _('Max containers'),
+    # tool container_create
+    _("Create a container (not started) from an image an admin allows, with the admin's resource limits, no host files and no privileges. Its name starts with cctool-; start it with docker_start, or use container_run to create and start at once."),
+    # tool container_create
+    _("Image, e.g. nginx:1.27 (must be on the admin's list of images)."),
+    # tool container_create
+    _('A short name; the container is called cctool-<name>.'),
+    # tool container_create
+    _("Command to run instead of the image's default (split like a shell, run without one)."),
+    # tool container_create
+    _('Environment variables, NAME=value.'),
+    # tool container_create
+    _("Published ports, HOST:CONTAINER (as docker run -p), e.g. 8080:80; the host port must be in the admin's ranges."),
+    # tool container_create
+    _('Image'),
+    # tool container_create
+    _('Name'),
+    # tool container_create
+    _('Env'),
+    # tool container_create
+    _('Ports'),
+    # tool container_remove
+    _('Remove a container this tool created (stopped first when force=true).'),
+    # tool container_remove
+    _('Container name or id.'),
+    # tool container_remove
+    _('Stop it first if it is running.'),
+    # tool container_remove
+    _('Container id'),
+    # tool container_remove
+    _('Force'),
+    # tool container_run
+    _("Create and start a container from an allowed image (as docker run). With detach=false, wait for it to end (within the call's timeout) and return its exit code and logs, then remove it."),
+    # tool container_run
+    _('Leave it running; false: wait, return, remove.'),
+    # tool container_run
+    _('Detach'),
+    # tool container_stop
+    _('Stop a container this tool created (container_create / container_run).'),
     # tool docker_exec
     _('Run a command in a container (split like a shell would, run without a shell).'),
     # tool docker_exec
-    _('Container name or id.'),
-    # tool docker_exec
     _('The command, e.g. `cat /etc/hostname`.'),
-    # tool docker_exec
-    _('Container id'),
     # tool docker_inspect
     _("Show a container's state, health, restart count, image, ports, mounts, labels and environment variable names (values only when an admin allows it)."),
     # tool docker_list_containers
@@ -409,8 +499,6 @@ STRINGS = [
     _('Only containers whose name contains this.'),
     # tool docker_list_containers
     _('All'),
-    # tool docker_list_containers
-    _('Name'),
     # tool docker_logs
     _("Read a container's recent logs."),
     # tool docker_logs
@@ -432,7 +520,7 @@ STRINGS = [
     # group memory
     _('Per-user memory: archival facts found by hybrid (full-text + vector) search, and a small core memory always in the system prompt.'),
     # group memory: settings
-    _('Vectors for hybrid search: none (full-text only), local (all-MiniLM-L6-v2 in the worker, offline), or provider (an OpenAI-compatible /v1/embeddings).'),
+    _('Vectors for hybrid search: local (all-MiniLM-L6-v2 in the worker, offline; the default), provider (an OpenAI-compatible /v1/embeddings), or none (full-text only). Existing memory is embedded in the background after a change.'),
     # group memory: settings
     _('With embedder = provider: the LLM provider whose base URL and API key are used (its name in Admin → Providers; empty: the default provider).'),
     # group memory: settings
@@ -528,6 +616,10 @@ STRINGS = [
     # group docs: settings
     _('Most bytes docs_read returns of a file.'),
     # group docs: settings
+    _('docs_search is hybrid: full-text plus the meaning of each section, with the local all-MiniLM-L6-v2 (offline); none: full-text only.'),
+    # group docs: settings
+    _('Sections less similar to the query than this (cosine) are not found by meaning.'),
+    # group docs: settings
     _('Include project docs'),
     # group docs: settings
     _('Folders'),
@@ -542,7 +634,7 @@ STRINGS = [
     # tool docs_read
     _('folder/file path, optionally with #Heading.'),
     # tool docs_search
-    _('Search the documentation; returns matching sections (path#heading) with a snippet. Read one with docs_read.'),
+    _('Search the documentation by words and by meaning; returns matching sections (path#heading) with a snippet. Read one with docs_read.'),
     # tool docs_search
     _('Words to look for.'),
     # tool docs_search
@@ -554,6 +646,8 @@ STRINGS = [
     # group skills: settings
     _("Also offer skills from the conversation workspace's skills/ folder (files the model and the user can write; they win over data skills of the same name)."),
     # group skills: settings
+    _('Offer the skills that come with Control Center (testing, git-ops, memory); a data or workspace skill of the same name replaces one.'),
+    # group skills: settings
     _('Largest SKILL.md read.'),
     # group skills: settings
     _('Most skills per place.'),
@@ -561,6 +655,8 @@ STRINGS = [
     _('List skill names and descriptions in every system prompt.'),
     # group skills: settings
     _('Workspace skills'),
+    # group skills: settings
+    _('Shipped skills'),
     # group skills: settings
     _('Max skill'),
     # group skills: settings
@@ -672,25 +768,27 @@ STRINGS = [
     # group agent: settings
     _('Reports folder'),
     # tool adapt_plan
-    _("Change the plan: say what changed and why, give the updated ordered steps and which of them are done (the user's checklist follows)."),
+    _("Adapt the research plan to what you found: the original and the updated goal, what changed (1-3 items) and the updated remaining steps (2-4). The user's checklist keeps the steps already done and lists the new ones."),
     # tool adapt_plan
-    _('Why the plan changes.'),
+    _('Why the plan needs to change, given the new data.'),
     # tool adapt_plan
-    _('What changed, 1-5 items.'),
+    _('The research goal as it was.'),
     # tool adapt_plan
-    _('The new goal; null keeps the current one.'),
+    _('The updated research goal (the same words if it did not change).'),
     # tool adapt_plan
-    _('The whole updated plan, ordered, 1-10 steps.'),
+    _('The specific changes to the plan, 1-3.'),
     # tool adapt_plan
-    _('Numbers (1-based) of the steps above that are done.'),
+    _('The updated remaining steps, 2-4, in order.'),
     # tool adapt_plan
-    _('Reasoning'),
+    _('Numbers (1-based) of the steps of the current plan that are done.'),
     # tool adapt_plan
-    _('Changes'),
+    _('Original goal'),
     # tool adapt_plan
-    _('Goal'),
+    _('New goal'),
     # tool adapt_plan
-    _('Steps'),
+    _('Plan changes'),
+    # tool adapt_plan
+    _('Next steps'),
     # tool adapt_plan
     _('Done steps'),
     # tool clarification
@@ -744,13 +842,21 @@ STRINGS = [
     # tool final_answer
     _('Status'),
     # tool generate_plan
-    _('Make a plan for the task: its goal and ordered steps. It is shown to the user as a checklist that follows your progress (update it with adapt_plan).'),
+    _('Make a research plan: the goal, 3-4 ordered steps and 2-3 search strategies. It is shown to the user as a checklist that follows your progress (update it with adapt_plan).'),
     # tool generate_plan
-    _('Why this plan.'),
+    _('Why this approach to the research.'),
     # tool generate_plan
-    _('The goal.'),
+    _('The main research goal.'),
     # tool generate_plan
-    _('Ordered steps, 1-10.'),
+    _('The planned steps, 3-4, in order.'),
+    # tool generate_plan
+    _('How you will look for the information, 2-3 strategies.'),
+    # tool generate_plan
+    _('Research goal'),
+    # tool generate_plan
+    _('Planned steps'),
+    # tool generate_plan
+    _('Search strategies'),
     # tool reasoning
     _('Think before you act: where the task stands and what to do next. In an sgr agent you call this first in every round; it changes nothing in the world.'),
     # tool reasoning
@@ -802,7 +908,7 @@ STRINGS = [
     # group subagents: settings
     _('Max result'),
     # tool subagent_spawn
-    _('Hand a task to a helper agent. It runs on its own, in a new conversation, with this conversation\'s agent and tools; this call returns at once ("started"). When the helper finishes, its answer is posted into this conversation (or `inject_into`) as a message you will see. Give it a self-contained task: it does not see this conversation.'),
+    _('Hand a task to a helper agent. It runs on its own, in a new conversation, with this conversation\'s agent and tools; this call returns at once ("started"). When the helper finishes, its answer is posted where `inject_into` says: "parent" (this conversation, where you will see it), another conversation\'s id, or null (only logged, nobody is notified). A helper with nothing to report answers {"silent": true, "reason": "..."} and nothing is posted. Give it a self-contained task: it does not see this conversation.'),
     # tool subagent_spawn
     _('A short name for the helper, e.g. what it works on.'),
     # tool subagent_spawn
@@ -810,7 +916,7 @@ STRINGS = [
     # tool subagent_spawn
     _("A model name for the helper; null: the agent's."),
     # tool subagent_spawn
-    _('The conversation id the answer goes to; null: this conversation.'),
+    _('Where the answer is posted: "parent" (this conversation), a conversation id, or null (only logged: kept in the helper\'s conversation, nobody is notified).'),
     # group time
     _('Time'),
     # group time
