@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 from playwright.sync_api import expect
 
 from platform_app.models import WebhookDelivery, WebhookEndpoint
-from tests.e2e.conftest import login
+from tests.e2e.conftest import docs_shot, login
 from tests.e2e.test_layout import PHONE, axe_violations
 from tests.httpserver import Hit, Response, serving
 from tools_app.models import ApiToken
@@ -63,10 +63,10 @@ def test_an_admin_registers_a_webhook_and_reads_its_delivery_log(page, ada, rece
     page.locator(".attempts summary").first.click()
     expect(page.locator(".attempts li").first).to_contain_text("HTTP 200")
     assert receiver.hits[0].headers["x-cc-event"] == "ping"
-    page.screenshot(path="var/test-webhook-1280.png", full_page=True)
+    docs_shot(page, "webhook-1280", full_page=True)
     problems = axe_violations(page)
     page.evaluate("document.documentElement.dataset.theme = 'dark'")
-    page.screenshot(path="var/test-webhook-1280-dark.png", full_page=True)
+    docs_shot(page, "webhook-dark-1280", full_page=True)
     problems += axe_violations(page)
 
     page.get_by_role("button", name="Send again").first.click()
@@ -74,7 +74,7 @@ def test_an_admin_registers_a_webhook_and_reads_its_delivery_log(page, ada, rece
     assert WebhookDelivery.objects.count() == 2
     page.goto("/webhooks/")
     expect(page.get_by_role("link", name="Ops bridge")).to_be_visible()
-    page.screenshot(path="var/test-webhooks-1280.png", full_page=True)
+    docs_shot(page, "webhooks-1280", full_page=True)
     problems += axe_violations(page)
     # The Tokens page at the same width: an admin's scopes, and the Edit of a token.
     from platform_app.api_tokens import api_token_create
@@ -83,7 +83,7 @@ def test_an_admin_registers_a_webhook_and_reads_its_delivery_log(page, ada, rece
     page.goto("/tokens/")
     page.get_by_text("Edit").first.click()
     expect(page.get_by_role("form", name="Edit deploy bot")).to_be_visible()
-    page.screenshot(path="var/test-tokens-1280.png", full_page=True)
+    docs_shot(page, "tokens-1280", full_page=True)
     problems += axe_violations(page)
     assert not problems, "\n".join(problems)
 
@@ -109,7 +109,7 @@ def test_a_person_makes_a_narrow_token_and_edits_it_on_a_phone(browser, app_serv
         expect(page.locator("#new-token")).to_be_visible()
         token = ApiToken.objects.get(user=member)
         assert token.scopes == ["chat", "read"] and token.rate_limit_per_minute == 30
-        page.screenshot(path="var/test-tokens-390-created.png", full_page=True)
+        docs_shot(page, "tokens-created-390", full_page=True)
 
         page.get_by_text("Edit").click()
         editing = page.get_by_role("form", name="Edit n8n")
@@ -124,7 +124,7 @@ def test_a_person_makes_a_narrow_token_and_edits_it_on_a_phone(browser, app_serv
         expect(row.locator(".token-scopes")).to_have_text("readapprove")
         width = page.evaluate("document.documentElement.scrollWidth")
         assert width <= PHONE["width"], f"the Tokens page is {width}px wide"
-        page.screenshot(path="var/test-tokens-390.png", full_page=True)
+        docs_shot(page, "tokens-390", full_page=True)
         assert not axe_violations(page)
     finally:
         context.close()
@@ -150,7 +150,7 @@ def test_the_webhooks_pages_fit_a_phone(browser, app_server, ada):
             page.goto(url)
             width = page.evaluate("document.documentElement.scrollWidth")
             assert width <= PHONE["width"], f"{url} is {width}px wide"
-            page.screenshot(path=f"var/test-{shot}-390-dark.png", full_page=True)
+            docs_shot(page, f"{shot}-dark-390", full_page=True)
             assert not axe_violations(page)
     finally:
         context.close()

@@ -20,7 +20,7 @@ from chat_app.models import Conversation, ModelPrice, UsageRecord, UsageRecordGr
 from chat_app.services.turns import turn_start
 from platform_app.models import Quota
 from tests.conftest import wait_turn
-from tests.e2e.conftest import login
+from tests.e2e.conftest import docs_shot, login
 from tests.e2e.test_layout import axe_violations
 from tests.llm_server import Call, Reply, Usage
 from tools_app.models import ToolCall
@@ -28,12 +28,14 @@ from tools_app.models import ToolCall
 pytestmark = [pytest.mark.e2e]
 
 SHOTS = Path(settings.VAR_DIR) / "screenshots"
+DARK = {"light": "", "dark": "-dark"}  # the gallery's names: usage-1280, usage-dark-1280
 
 
 def shoot(page: Any, name: str) -> None:
-    """The whole page, and in parts a person can look at (var/.../screenshots)."""
+    """The whole page (docs/screenshots under ``make screenshots``), and in parts a person can
+    look at (var/.../screenshots)."""
+    docs_shot(page, name, full_page=True)
     SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
     width = page.viewport_size["width"]
     height = page.evaluate("document.documentElement.scrollHeight")
     step = 1400 if width > 600 else 1000
@@ -137,13 +139,13 @@ def test_the_usage_page_shows_a_teams_week_at_both_widths_in_both_themes(
             # Nothing wider than the screen.
             assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
             assert not axe_violations(page)
-            shoot(page, f"usage-{size}-{scheme}")
+            shoot(page, f"usage{DARK[scheme]}-{size}")
             page.goto("/usage/limits/")
             expect(page.get_by_role("heading", name="Quotas and prices")).to_be_visible()
             expect(page.locator("#quotas-heading ~ .table-wrap")).to_contain_text("support")
             assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
             assert not axe_violations(page)
-            shoot(page, f"usage-limits-{size}-{scheme}")
+            shoot(page, f"usage-limits{DARK[scheme]}-{size}")
             assert not errors, errors
             context.close()
 
