@@ -29,6 +29,7 @@ from django.db.models import Q
 from chat_app.models import ModelPrice, Turn, UsageRecord, UsageRecordGroup
 from chat_app.providers import ModelReply
 from chat_app.services.live import Stopped
+from chat_app.services.usage_statements import one_statement, record_with_shares
 from infra import metrics
 from tools_app import selectors
 from tools_app.services.grants import EVERYONE
@@ -212,9 +213,9 @@ def usage_record(
     duration_ms: int,
     outcome: str,
 ) -> UsageRecord:
-    """Store the round's record and its shares in the person's groups (two INSERTs), and
-    count it in the metrics."""
-    record = UsageRecord.objects.create(
+    """Store the round's record and its shares in the person's groups (one statement on
+    PostgreSQL, ``usage_statements``; two INSERTs on SQLite), and count it in the metrics."""
+    record = UsageRecord(
         user_id=user_id,
         username=username,
         provider_id=getattr(provider, "pk", None),
@@ -236,20 +237,24 @@ def usage_record(
         outcome=outcome,
     )
     groups = user_group_ids(user_id)
-    if groups:
-        tokens = usage.input_tokens + usage.output_tokens
-        UsageRecordGroup.objects.bulk_create(
-            [
-                UsageRecordGroup(
-                    record=record,
-                    group_id=group_id,
-                    created_at=record.created_at,
-                    tokens=tokens,
-                    cost=usage.cost,
-                )
-                for group_id in groups
-            ]
-        )
+    tokens = usage.input_tokens + usage.output_tokens
+    if groups and one_statement():
+        record_with_shares(record, groups, tokens=tokens, cost=usage.cost)
+    else:
+        record.save(force_insert=True)
+        if groups:
+            UsageRecordGroup.objects.bulk_create(
+                [
+                    UsageRecordGroup(
+                        record=record,
+                        group_id=group_id,
+                        created_at=record.created_at,
+                        tokens=tokens,
+                        cost=usage.cost,
+                    )
+                    for group_id in groups
+                ]
+            )
     metrics.model_round(
         kind=getattr(provider, "kind", ""),
         model=model,

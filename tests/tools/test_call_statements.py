@@ -10,7 +10,7 @@ import pytest
 from django.forms.models import model_to_dict
 from django.utils import timezone
 
-from tools_app.models import ToolCall
+from tools_app.models import AuditRecord, ToolCall
 from tools_app.services.call_statements import call_claim, call_end
 
 pytestmark = [pytest.mark.modes, pytest.mark.django_db(transaction=True)]
@@ -100,3 +100,108 @@ def test_the_claim_carries_the_configuration_token(conversation: Any) -> None:
     claimed = call_claim(queued(conversation).pk, worker="w", now=timezone.now())
     assert claimed is not None
     assert claimed.cc_config_token == ToolConfigVersion.objects.get(pk=1).token  # type: ignore[attr-defined]
+
+
+def test_a_compiled_insert_writes_the_row_save_would(conversation: Any) -> None:
+    from tools_app.models import AuditRecord
+    from tools_app.services.call_statements import row_insert
+
+    def unsaved() -> ToolCall:
+        return ToolCall(
+            conversation=conversation,
+            user=conversation.owner,
+            tool="current_time",
+            group="time",
+            arguments={"timezone": "Europe/Berlin", "nested": {"ü": [1, 2.5, None]}},
+            raw_arguments='{"timezone": "Europe/Berlin"}',
+            approver_group_ids=[3, 5],
+            scope=["current_time"],
+            status=ToolCall.Status.AWAITING_APPROVAL,
+        )
+
+    mine, saved = unsaved(), unsaved()
+    row_insert(mine)
+    saved.save()
+    assert mine.pk and mine.pk != saved.pk and not mine._state.adding
+    stored = ToolCall.objects.get(pk=mine.pk)
+    skip = {"id", "created_at"}
+    as_saved = {k: v for k, v in model_to_dict(saved).items() if k not in skip}
+    assert {k: v for k, v in model_to_dict(stored).items() if k not in skip} == as_saved
+    assert model_to_dict(mine) == model_to_dict(stored)
+    assert stored.created_at == mine.created_at  # auto_now_add, as save() sets it
+    # Twice the same shape (compiled once), and the audit record's model too.
+    again = unsaved()
+    row_insert(again)
+    assert again.pk > saved.pk
+    record = AuditRecord(
+        kind=AuditRecord.Kind.CALL,
+        tool_call_id=mine.pk,
+        user_id=mine.user_id,
+        username="alice",
+        conversation_title=conversation.title,
+        arguments={"password": "***redacted***"},
+        status="queued",
+    )
+    row_insert(record)
+    assert model_to_dict(record) == model_to_dict(AuditRecord.objects.get(pk=record.pk))
+
+
+def _indexes(model: Any) -> dict[str, tuple[str, ...]]:
+    """A table's indexes by name: their columns, and "partial" where they have a condition."""
+    from django.db import connection
+
+    table = model._meta.db_table
+    with connection.cursor() as cursor:
+        found = connection.introspection.get_constraints(cursor, table)
+        if connection.vendor == "sqlite":
+            cursor.execute("SELECT name, sql FROM sqlite_master WHERE tbl_name = %s", [table])
+        else:
+            cursor.execute(
+                "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = %s", [table]
+            )
+        partial = {name for name, sql in cursor if sql and " WHERE " in sql.upper()}
+    return {
+        name: (*c["columns"], *(["partial"] if name in partial else []))
+        for name, c in found.items()
+        if c["index"] and not c["primary_key"]
+    }
+
+
+def test_a_bound_call_and_its_record_write_only_the_index_entries_they_are_looked_up_by(
+    conversation: Any, django_user_model: Any
+) -> None:
+    """Binding is the hot path and each index entry is a page it writes. A call: the
+    person's calls are found through ``toolcall_user_created``, the decider's through a
+    partial index a call bound undecided is not in. Its audit record: the conversation's
+    and the group's indexes cover reads and tool-less records only."""
+    calls = _indexes(ToolCall).values()
+    assert ("user_id",) not in calls and ("user_id", "created_at") in calls
+    assert [c for c in calls if c[0] == "decided_by_id"] == [("decided_by_id", "partial")]
+    records = _indexes(AuditRecord).values()
+    assert [c for c in records if c[0] == "conversation_id"] == [("conversation_id", "partial")]
+    assert [c for c in records if c[0] == "group"] == [("group", "partial")]
+    # What they are looked up by still works.
+    approver = django_user_model.objects.create_user("approver-gone")
+    call = queued(conversation, decided_by=approver)
+    approver.delete()
+    call.refresh_from_db()
+    assert call.decided_by_id is None and call.user_id == conversation.owner_id
+    conversation.owner.delete()  # their conversation goes, and its calls with it
+    assert not ToolCall.objects.filter(pk=call.pk).exists()
+
+
+def test_the_index_migration_goes_back_and_forth() -> None:
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    before = {"calls": _indexes(ToolCall), "records": _indexes(AuditRecord)}
+    executor = MigrationExecutor(connection)
+    try:
+        executor.migrate([("tools_app", "0016_research_sources")])
+        calls, records = _indexes(ToolCall).values(), _indexes(AuditRecord).values()
+        assert ("user_id",) in calls and ("decided_by_id",) in calls
+        assert ("conversation_id",) in records and ("group",) in records
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes())
+    assert {"calls": _indexes(ToolCall), "records": _indexes(AuditRecord)} == before

@@ -31,6 +31,7 @@ from tools_app.registry import GROUPS, TOOLS, BaseTool, GroupSettings, get_tool,
 from tools_app.runtime import BindContext, scope_narrow
 from tools_app.services.approval_notify import approval_waiting
 from tools_app.services.audit import audit_call
+from tools_app.services.call_statements import row_insert
 from tools_app.services.grants import NOT_GRANTED, granted_tools, not_granted_reason
 
 logger = logging.getLogger(__name__)
@@ -391,7 +392,7 @@ def toolcall_store(
             _check_gate(call)
         except _Refused as refused:
             _refuse(call, refused)
-    call.save()
+    row_insert(call)  # call.save(), its INSERT compiled once (call_statements)
     if call.status == ToolCall.Status.AWAITING_APPROVAL:
         transaction.on_commit(partial(approval_waiting, call))  # approvers are told
     if call.status != ToolCall.Status.QUEUED:
