@@ -215,6 +215,7 @@ class ToolCall(models.Model):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
+        db_index=False,  # ``toolcall_user_created`` leads with it
     )
     source = models.CharField(max_length=8, choices=Source.choices, default=Source.CHAT)
     # The language of the page or conversation the call came from: its card's words (never
@@ -250,6 +251,7 @@ class ToolCall(models.Model):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
+        db_index=False,  # ``toolcall_decided_by``: decided calls only
     )
     decision_note = models.TextField(blank=True)
     queue = models.CharField(max_length=32, blank=True)
@@ -270,6 +272,14 @@ class ToolCall(models.Model):
             # A person's calls of a day: the tool-call quotas and the Usage page.
             models.Index(fields=["user", "created_at"], name="toolcall_user_created"),
             models.Index(fields=["created_at"], name="toolcall_created"),
+            # Partial: a call is bound undecided, so binding writes no entry here (binding is
+            # the hot path: each index is a page it writes). Deleting a person finds their
+            # decisions through it.
+            models.Index(
+                fields=["decided_by"],
+                name="toolcall_decided_by",
+                condition=models.Q(decided_by__isnull=False),
+            ),
         ]
 
     def __str__(self) -> str:
@@ -346,10 +356,10 @@ class AuditRecord(models.Model):
     tool_call = models.ForeignKey(
         ToolCall, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_records"
     )
-    conversation_id = models.BigIntegerField(null=True, blank=True, db_index=True)
+    conversation_id = models.BigIntegerField(null=True, blank=True)
     conversation_title = models.CharField(max_length=200, blank=True)
     source = models.CharField(max_length=8, blank=True)
-    group = models.CharField(max_length=64, blank=True, db_index=True)
+    group = models.CharField(max_length=64, blank=True)
     tool = models.CharField(max_length=64, blank=True, db_index=True)
     arguments = models.JSONField(null=True, blank=True)
     status = models.CharField(max_length=40, blank=True, db_index=True)
@@ -368,6 +378,19 @@ class AuditRecord(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        # Partial where the lookups are (each index is a page every call's record writes):
+        # a conversation's reads (``audit_conversation_read``), and the group of a record
+        # that names no tool (the log's tool filter matches a group only there).
+        indexes = [
+            models.Index(
+                fields=["conversation_id"],
+                name="audit_read_conversation",
+                condition=models.Q(kind="read"),
+            ),
+            models.Index(
+                fields=["group"], name="audit_toolless_group", condition=models.Q(tool="")
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} {self.tool or self.group} ({self.status})"

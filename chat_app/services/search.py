@@ -5,12 +5,14 @@ As memory does (platform_app.memory.fulltext), in the database's own engine:
 
 - SQLite: one FTS5 table (``porter unicode61``) holding a copy of each searchable text,
   kept in step by triggers on the three tables; a row's id says what it is
-  (``id * 4 + kind``), so a change replaces exactly its row. A tool call is indexed when
-  it is created and again when it ends (not on each heartbeat of a running call), its JSON
-  arguments and result as their keys and values (``json_tree``). Ranked by ``bm25``.
+  (``id * 4 + kind``), so a change replaces exactly its row. A tool call is indexed once,
+  when it ends (a call refused at binding ends as it is made; not on each heartbeat of a
+  running call, and not when it is bound: binding is the hot path, and indexing there cost
+  a fifth of the database pages each bind writes — bench/HISTORY.md), its JSON arguments and
+  result as their keys and values (``json_tree``). Ranked by ``bm25``.
 - PostgreSQL: GIN indexes on ``to_tsvector('english', …)`` expressions of the three
-  tables (nothing to keep in step: the index is the database's); ranked by ``ts_rank_cd``,
-  snippets by ``ts_headline``.
+  tables (nothing to keep in step: the index is the database's; the tool calls' is partial,
+  ended calls only, as on SQLite); ranked by ``ts_rank_cd``, snippets by ``ts_headline``.
 
 The query is a set of words that must all match, the last one as a prefix (results follow
 the typing); words are quoted (FTS5) or reduced to letters and digits (PostgreSQL), so
@@ -57,7 +59,7 @@ def _json_words(column: str) -> str:
     )
 
 
-_SQLITE_CALL_TEXT = (
+SQLITE_CALL_TEXT = (
     "substr(new.tool || char(10) || coalesce(new.raw_arguments, '') || char(10) || "
     f"coalesce({_json_words('new.arguments')}, '') || char(10) || "
     f"coalesce({_json_words('new.result')}, '') || char(10) || "
@@ -89,17 +91,17 @@ _SQLITE_INSTALL = [
     f"substr(new.content, 1, {MAX_TEXT}), new.conversation_id WHERE new.content <> ''; END",
     f"CREATE TRIGGER IF NOT EXISTS {FTS}_msg_ad AFTER DELETE ON {MESSAGE} BEGIN "
     f"DELETE FROM {FTS} WHERE rowid = old.id * 4 + 1; END",
-    # Tool calls of a conversation: when created, and again when they end.
-    f"CREATE TRIGGER IF NOT EXISTS {FTS}_call_ai AFTER INSERT ON {TOOLCALL} "
-    f"WHEN new.conversation_id IS NOT NULL BEGIN "
+    # Tool calls of a conversation: when they end (made ended, or updated to an end).
+    f"CREATE TRIGGER IF NOT EXISTS {FTS}_call_ended_ai AFTER INSERT ON {TOOLCALL} "
+    f"WHEN new.conversation_id IS NOT NULL AND new.status IN {TERMINAL} BEGIN "
     f"INSERT INTO {FTS}(rowid, body, conversation_id) "
-    f"VALUES (new.id * 4 + 2, {_SQLITE_CALL_TEXT}, new.conversation_id); END",
+    f"VALUES (new.id * 4 + 2, {SQLITE_CALL_TEXT}, new.conversation_id); END",
     f"CREATE TRIGGER IF NOT EXISTS {FTS}_call_au AFTER UPDATE ON {TOOLCALL} "
     f"WHEN new.conversation_id IS NOT NULL AND new.status IN {TERMINAL} "
     f"AND (old.status NOT IN {TERMINAL} OR new.result IS NOT old.result) BEGIN "
     f"DELETE FROM {FTS} WHERE rowid = old.id * 4 + 2; "
     f"INSERT INTO {FTS}(rowid, body, conversation_id) "
-    f"VALUES (new.id * 4 + 2, {_SQLITE_CALL_TEXT}, new.conversation_id); END",
+    f"VALUES (new.id * 4 + 2, {SQLITE_CALL_TEXT}, new.conversation_id); END",
     f"CREATE TRIGGER IF NOT EXISTS {FTS}_call_ad AFTER DELETE ON {TOOLCALL} BEGIN "
     f"DELETE FROM {FTS} WHERE rowid = old.id * 4 + 2; END",
 ]
@@ -111,15 +113,18 @@ _SQLITE_BACKFILL = [
     f"SELECT id * 4 + 1, substr(content, 1, {MAX_TEXT}), conversation_id FROM {MESSAGE} "
     "WHERE content <> ''",
     f"INSERT INTO {FTS}(rowid, body, conversation_id) "
-    f"SELECT new.id * 4 + 2, {_SQLITE_CALL_TEXT}, new.conversation_id FROM {TOOLCALL} new "
-    "WHERE new.conversation_id IS NOT NULL",
+    f"SELECT new.id * 4 + 2, {SQLITE_CALL_TEXT}, new.conversation_id FROM {TOOLCALL} new "
+    f"WHERE new.conversation_id IS NOT NULL AND new.status IN {TERMINAL}",
 ]
 _SQLITE_REMOVE = [
     *(
         f"DROP TRIGGER IF EXISTS {FTS}_{name}"
         for name in ("conv_ai", "conv_au", "conv_ad", "msg_ai", "msg_au", "msg_ad")
     ),
-    *(f"DROP TRIGGER IF EXISTS {FTS}_{name}" for name in ("call_ai", "call_au", "call_ad")),
+    *(
+        f"DROP TRIGGER IF EXISTS {FTS}_{name}"
+        for name in ("call_ai", "call_ended_ai", "call_au", "call_ad")
+    ),
     f"DROP TABLE IF EXISTS {FTS}",
 ]
 
@@ -130,22 +135,30 @@ PG_CALL_TEXT = (
     "left(t.tool || ' ' || t.raw_arguments || ' ' || coalesce(t.arguments::text, '') || ' ' || "
     f"coalesce(t.result::text, '') || ' ' || t.output || ' ' || t.error, {MAX_TEXT})"
 )
-_PG_INDEXES = {
-    f"{FTS}_conv": (CONVERSATION, "c", "c.title"),
-    f"{FTS}_msg": (MESSAGE, "m", PG_MESSAGE_TEXT),
-    f"{FTS}_call": (TOOLCALL, "t", PG_CALL_TEXT),
+PG_CALL_ENDED = f"t.status IN {TERMINAL}"
+_PG_INDEXES = {  # name: (table, alias, document, partial index condition)
+    f"{FTS}_conv": (CONVERSATION, "c", "c.title", ""),
+    f"{FTS}_msg": (MESSAGE, "m", PG_MESSAGE_TEXT, ""),
+    f"{FTS}_call_ended": (TOOLCALL, "t", PG_CALL_TEXT, PG_CALL_ENDED),
 }
 
 
 def _pg_install() -> list[str]:
     out = []
-    for name, (table, alias, text) in _PG_INDEXES.items():
+    for name, (table, alias, text, condition) in _PG_INDEXES.items():
         expression = text.replace(f"{alias}.", "")
+        where = f" WHERE {condition.replace(f'{alias}.', '')}" if condition else ""
         out.append(
             f"CREATE INDEX IF NOT EXISTS {name} ON {table} "
-            f"USING gin (to_tsvector('english', {expression}))"
+            f"USING gin (to_tsvector('english', {expression})){where}"
         )
     return out
+
+
+def _execute(conn: BaseDatabaseWrapper, statements: list[str]) -> None:
+    with conn.cursor() as cursor:
+        for sql in statements:
+            cursor.execute(sql)
 
 
 def install(conn: BaseDatabaseWrapper, *, backfill: bool = True) -> None:
@@ -157,21 +170,35 @@ def install(conn: BaseDatabaseWrapper, *, backfill: bool = True) -> None:
         statements = _pg_install()
     else:  # pragma: no cover - only SQLite and PostgreSQL are supported
         return
-    with conn.cursor() as cursor:
-        for sql in statements:
-            cursor.execute(sql)
+    _execute(conn, statements)
+
+
+def calls_indexed_when_ended(conn: BaseDatabaseWrapper) -> None:
+    """From indexing each tool call when it is bound and again when it ends, to indexing it
+    once, when it ends (migration chat_app 0023): the old trigger or index goes, the new one
+    comes, and calls still under way leave the index until they end."""
+    if conn.vendor == "sqlite":
+        statements = [
+            f"DROP TRIGGER IF EXISTS {FTS}_call_ai",
+            *_SQLITE_INSTALL,
+            f"DELETE FROM {FTS} WHERE rowid IN (SELECT id * 4 + 2 FROM {TOOLCALL} "
+            f"WHERE status NOT IN {TERMINAL})",
+        ]
+    elif conn.vendor == "postgresql":
+        statements = [f"DROP INDEX IF EXISTS {FTS}_call", *_pg_install()]
+    else:  # pragma: no cover
+        return
+    _execute(conn, statements)
 
 
 def remove(conn: BaseDatabaseWrapper) -> None:
     if conn.vendor == "sqlite":
         statements = _SQLITE_REMOVE
     elif conn.vendor == "postgresql":
-        statements = [f"DROP INDEX IF EXISTS {name}" for name in _PG_INDEXES]
+        statements = [f"DROP INDEX IF EXISTS {name}" for name in (*_PG_INDEXES, f"{FTS}_call")]
     else:  # pragma: no cover
         return
-    with conn.cursor() as cursor:
-        for sql in statements:
-            cursor.execute(sql)
+    _execute(conn, statements)
 
 
 def terms(query: str) -> list[str]:
@@ -274,7 +301,7 @@ def _pg_search(owner_id: int, words: list[str], limit: int) -> list[tuple[int, i
         f"WHERE c.owner_id = %s AND {message_doc} @@ {q} "
         f"UNION ALL SELECT t.id * 4 + 2, t.conversation_id, ts_rank_cd({call_doc}, {q}) "
         f"FROM {TOOLCALL} t JOIN {CONVERSATION} c ON c.id = t.conversation_id "
-        f"WHERE c.owner_id = %s AND {call_doc} @@ {q} "
+        f"WHERE c.owner_id = %s AND {PG_CALL_ENDED} AND {call_doc} @@ {q} "
         "ORDER BY 3 DESC, 1 DESC LIMIT %s) "
         "SELECT h.rowid, h.cid, ts_headline('english', CASE h.rowid %% 4 "
         f"WHEN 0 THEN (SELECT c.title FROM {CONVERSATION} c WHERE c.id = h.rowid / 4) "

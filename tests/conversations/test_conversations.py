@@ -311,3 +311,104 @@ def test_another_persons_conversation_cannot_be_exported_shared_pinned_archived_
     assert not secret.shares.exists()
     assert "Alice only" not in bob.get("/search/", {"q": "private"}).content.decode()
     assert "Alice only" not in bob.get("/c/archived/").content.decode()
+
+
+@pytest.mark.modes
+def test_search_finds_a_tool_call_once_it_ends_and_a_refused_one_at_once(user):
+    """A call is indexed when it ends (binding, the hot path, writes no index row): one
+    under way is not found yet; one refused as it is bound is found at once."""
+    mine = talk(user, "Calls", "hi")
+    running = ToolCall.objects.create(
+        conversation=mine, tool="shell_exec", arguments={"command": "grep numbat /srv"}
+    )
+    ToolCall.objects.create(
+        conversation=mine,
+        tool="shell_exec",
+        arguments={"command": "rm -rf quokka"},
+        status=ToolCall.Status.DENIED,
+        error="policy: rm is blocked",
+    )
+    assert conversations_search(owner_id=user.pk, query="numbat") == []
+    assert [h.kind for h in conversations_search(owner_id=user.pk, query="quokka")] == ["tool call"]
+    running.status = ToolCall.Status.RUNNING
+    running.save()
+    assert conversations_search(owner_id=user.pk, query="numbat") == []
+    running.status = ToolCall.Status.SUCCEEDED
+    running.result = {"stdout": "bilby"}
+    running.save()
+    assert [h.ref_id for h in conversations_search(owner_id=user.pk, query="numbat bilby")] == [
+        running.pk
+    ]
+
+
+def _search_schema() -> set[str]:
+    """The conversation search's tool-call trigger (SQLite) or index (PostgreSQL), by name,
+    with " (ended)" when it covers ended calls only."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute(
+                "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' "
+                "AND name LIKE 'chat_search_fts_call_%' AND sql LIKE '%AFTER INSERT%'"
+            )
+        else:
+            cursor.execute(
+                "SELECT indexname, indexdef FROM pg_indexes "
+                "WHERE indexname LIKE 'chat_search_fts_call%'"
+            )
+        return {name + (" (ended)" if "succeeded" in sql else "") for name, sql in cursor}
+
+
+def _indexed_calls() -> set[int]:
+    from django.db import connection
+
+    if connection.vendor != "sqlite":
+        return set()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT rowid / 4 FROM chat_search_fts WHERE rowid % 4 = 2")
+        return {row[0] for row in cursor}
+
+
+@pytest.mark.modes
+def test_the_search_migration_indexes_calls_when_they_end_and_goes_back(user):
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    before = [("chat_app", "0022_conversation_language_agent_tool_language")]
+    after = [("chat_app", "0023_search_calls_indexed_when_ended")]
+    sqlite = connection.vendor == "sqlite"
+    mine = talk(user, "Migrated", "hi")
+    executor = MigrationExecutor(connection)
+    try:
+        executor.migrate(before)
+        assert _search_schema() == {"chat_search_fts_call_ai" if sqlite else "chat_search_fts_call"}
+        # Indexed when bound (the rule before), on SQLite a row of its own.
+        queued = ToolCall.objects.create(
+            conversation=mine, tool="shell_exec", arguments={"command": "echo wallaby"}
+        )
+        assert _indexed_calls() == ({queued.pk} if sqlite else set())
+        executor = MigrationExecutor(connection)
+        executor.migrate(after)
+        assert _search_schema() == {
+            "chat_search_fts_call_ended_ai (ended)"
+            if sqlite
+            else "chat_search_fts_call_ended (ended)"
+        }
+        assert _indexed_calls() == set()  # still under way: out of the index
+        assert conversations_search(owner_id=user.pk, query="wallaby") == []
+        queued.status = ToolCall.Status.SUCCEEDED
+        queued.save()
+        assert len(conversations_search(owner_id=user.pk, query="wallaby")) == 1
+        dingo = ToolCall.objects.create(
+            conversation=mine, tool="shell_exec", arguments={"command": "echo dingo"}
+        )
+        executor = MigrationExecutor(connection)
+        executor.migrate(before)  # back: the rule before, the call under way indexed again
+        assert _search_schema() == {"chat_search_fts_call_ai" if sqlite else "chat_search_fts_call"}
+        assert _indexed_calls() == ({queued.pk, dingo.pk} if sqlite else set())
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes())
+    assert conversations_search(owner_id=user.pk, query="dingo") == []
+    assert len(conversations_search(owner_id=user.pk, query="wallaby")) == 1

@@ -15,7 +15,12 @@ from django.utils import timezone
 
 from chat_app.models import Conversation
 from tests.helpers import wait_for
-from tools_app.manager.audit_selectors import EXPORT_FIELDS, AuditFilters, audit_records
+from tools_app.manager.audit_selectors import (
+    EXPORT_FIELDS,
+    AuditFilters,
+    audit_filter_choices,
+    audit_records,
+)
 from tools_app.models import AuditRecord
 from tools_app.runtime import BindContext
 from tools_app.services.binding import CallRequest, toolcall_bind
@@ -75,6 +80,14 @@ def test_it_filters_by_tool_status_user_kind_and_date(log):
     assert log["old"].pk not in ids(date_from=today - timedelta(days=1))
     assert ids(date_to=today - timedelta(days=5)) == {log["old"].pk}
     assert ids(date_from=today, date_to=today) == ids() - {log["old"].pk}
+
+
+def test_the_tool_filter_offers_each_tool_and_each_group_that_it_matches(log):
+    # A group is offered where picking it finds something: records that name no tool
+    # (settings changes); "shell", only ever the group of a call, would find nothing.
+    choices = audit_filter_choices()["tool"]
+    assert choices == ["current_time", "shell_exec", "time"]
+    assert all(ids(tool=choice) for choice in choices)
 
 
 @pytest.mark.modes

@@ -194,13 +194,14 @@ def audit_record_conversation_access(record: AuditRecord, *, viewer: Any) -> Con
 def audit_filter_choices() -> dict[str, list[str]]:
     """Values present in the log, for the filter selects (tools and users may be gone)."""
 
-    def distinct(name: str) -> list[str]:
-        values = AuditRecord.objects.order_by().values_list(name, flat=True).distinct()
-        return sorted(v for v in values if v)
+    def distinct(name: str, **where: Any) -> list[str]:
+        records = AuditRecord.objects.filter(**where).order_by()
+        return sorted(v for v in records.values_list(name, flat=True).distinct() if v)
 
     statuses = set(distinct("status")) | set(ToolCall.Status.values)
+    # A group is offered where the filter matches it: on records that name no tool.
     return {
-        "tool": sorted(set(distinct("tool")) | set(distinct("group"))),
+        "tool": sorted(set(distinct("tool")) | set(distinct("group", tool=""))),
         "status": sorted(statuses),
         "user": distinct("username"),
         "source": sorted(set(distinct("source")) | set(ToolCall.Source.values)),

@@ -10,6 +10,7 @@ from typing import Any
 from django.utils import timezone
 
 from tools_app.models import AuditRecord, ToolCall
+from tools_app.services.call_statements import row_insert
 
 RESULT_CAP = 16_000  # characters of JSON kept per result
 _SECRET_KEY = re.compile(
@@ -86,7 +87,7 @@ def audit_call(call: ToolCall, *, new: bool = False, changes: dict[str, Any] | N
             .values_list("user__username", "conversation__title")
             .get()
         )
-    AuditRecord.objects.create(
+    record = AuditRecord(
         kind=AuditRecord.Kind.CALL,
         tool_call_id=call.pk,
         user_id=call.user_id,
@@ -94,6 +95,7 @@ def audit_call(call: ToolCall, *, new: bool = False, changes: dict[str, Any] | N
         conversation_title=title or "",
         **fields,
     )
+    row_insert(record)  # record.save(), its INSERT compiled once (call_statements)
 
 
 def audit_approval(
