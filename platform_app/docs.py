@@ -13,12 +13,15 @@ rankings are fused by reciprocal rank (``platform_app.memory.services``' RRF). W
 working embedder the search is full-text and says so. The index is rebuilt when a file in a
 folder changes (names, sizes and modification times are compared on each search;
 documentation folders are small); a section's vector is kept by its text's hash, so only
-changed sections are embedded again.
+changed sections are embedded again. More sections than a person should wait for (a fresh
+install's first search) are embedded by a background thread; until it is done the search
+answers by full text and says so.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 import sqlite3
 import threading
@@ -33,6 +36,8 @@ from platform_app import safe_files
 from platform_app.memory.embedders import Embedder
 from platform_app.memory.fulltext import fts5_query, terms
 from tools_app.errors import ToolError
+
+logger = logging.getLogger(__name__)
 
 SUFFIXES = (".md", ".markdown", ".txt", ".rst")
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
@@ -196,22 +201,29 @@ class _Index:
         self.fingerprint = fingerprint
         self.vectors, self.embedder = None, ""
 
+    def texts(self) -> tuple[list[str], list[str]]:
+        """What each section's vector is computed from, and its cache key."""
+        texts = [f"{heading}\n{body}"[:EMBED_CHARS] for _, heading, body in self.rows]
+        return texts, [hashlib.sha256(t.encode()).hexdigest() for t in texts]
+
+    def missing(self, embedder: Embedder) -> list[int]:
+        """The sections with text whose vector under ``embedder`` is not known yet."""
+        if self.vectors is not None and self.embedder == embedder.id:
+            return []
+        _, keys = self.texts()
+        cache = _vectors_for(embedder.id)
+        return [i for i, key in enumerate(keys) if key not in cache and self.rows[i][2]]
+
     def embed(self, embedder: Embedder) -> None:
         """The sections' vectors under ``embedder`` (ToolError when it fails). A section with
         no text under its heading gets none: its heading alone would match by meaning."""
         if self.vectors is not None and self.embedder == embedder.id:
             return
-        texts = [f"{heading}\n{body}"[:EMBED_CHARS] for _, heading, body in self.rows]
-        keys = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
-        cache = _vectors_for(embedder.id)
-        missing = [i for i, key in enumerate(keys) if key not in cache and self.rows[i][2]]
+        texts, keys = self.texts()
+        missing = self.missing(embedder)
         if missing:
-            fresh = embedder.embed([texts[i] for i in missing])
-            if len(cache) + len(missing) > _VECTOR_CACHE_MAX:
-                cache.clear()
-            for i, vector in zip(missing, fresh, strict=True):
-                cache[keys[i]] = np.asarray(vector, dtype=np.float32)
-            _vectors_save(embedder.id, cache)
+            _vectors_add(embedder, [texts[i] for i in missing], [keys[i] for i in missing])
+        cache = _vectors_for(embedder.id)
         dims = len(next(iter(cache.values()))) if cache else 1
         blank = np.zeros(dims, dtype=np.float32)
         self.vectors = np.vstack(
@@ -256,6 +268,44 @@ def _vectors_save(embedder_id: str, cache: dict[str, Any]) -> None:
         temporary.replace(target)
     except OSError:
         pass  # a read-only var/: the process keeps its vectors in memory
+
+
+def _vectors_add(embedder: Embedder, texts: list[str], keys: list[str]) -> None:
+    fresh = embedder.embed(texts)
+    cache = _vectors_for(embedder.id)
+    if len(cache) + len(keys) > _VECTOR_CACHE_MAX:
+        cache.clear()
+    for key, vector in zip(keys, fresh, strict=True):
+        cache[key] = np.asarray(vector, dtype=np.float32)
+    _vectors_save(embedder.id, cache)
+
+
+# Sections embedded while the person waits; more (a first search over a fresh install: ~150
+# sections of this project's docs, ~20 s on a 2-core machine) are embedded by a background
+# thread, and searches answer by full text until it is done.
+EMBED_WAIT_MAX = 24
+_building: set[str] = set()  # embedders whose background thread runs (under _lock)
+
+
+def _embed_in_background(embedder: Embedder, texts: list[str], keys: list[str]) -> None:
+    def build() -> None:
+        try:
+            fresh = embedder.embed(texts)  # the slow part, without the lock
+            with _lock:
+                cache = _vectors_for(embedder.id)
+                if len(cache) + len(keys) > _VECTOR_CACHE_MAX:
+                    cache.clear()
+                for key, vector in zip(keys, fresh, strict=True):
+                    cache[key] = np.asarray(vector, dtype=np.float32)
+                _vectors_save(embedder.id, cache)
+        except Exception:
+            logger.exception("embedding the docs sections failed; search stays full-text")
+        finally:
+            with _lock:
+                _building.discard(embedder.id)
+
+    _building.add(embedder.id)
+    threading.Thread(target=build, name="docs-vectors", daemon=True).start()
 
 
 def _rows(
@@ -315,12 +365,25 @@ def docs_search(
         similarity: dict[int, float] = {}
         if embedder is not None:
             try:
-                _index.embed(embedder)
-                query_vector = embedder.embed([query])[0]
+                query_vector = embedder.embed([query])[0]  # a model that cannot load says so
+                missing = _index.missing(embedder)
+                if len(missing) > EMBED_WAIT_MAX:
+                    if embedder.id not in _building:
+                        texts, keys = _index.texts()
+                        _embed_in_background(
+                            embedder, [texts[i] for i in missing], [keys[i] for i in missing]
+                        )
+                    notice = (
+                        f"the vector index of {len(missing)} sections is being built: "
+                        "full-text results only for now"
+                    )
+                    embedder = None
+                else:
+                    _index.embed(embedder)
             except ToolError as exc:
                 notice = f"vector search unavailable ({exc.message}): full-text results only"
                 embedder = None
-            else:
+            if embedder is not None:
                 scores = _index.vectors @ query_vector.astype(np.float32)
                 order = np.argsort(-scores, kind="stable")[: max(top_k, CANDIDATES)]
                 similarity = {

@@ -84,6 +84,11 @@ def parse_skill(text: str, *, where: str) -> tuple[str, str, str]:
     return name, description, body
 
 
+# (root, path, size, mtime) → (name, description, body), or what is wrong with the file.
+_parsed: dict[tuple[object, ...], tuple[str, str, str] | str] = {}
+_PARSED_MAX = 1024
+
+
 def _scan(
     root: Path,
     *,
@@ -116,19 +121,27 @@ def _scan(
         if len(found) >= max_skills:
             into.problems.append(f"{source}: more than {max_skills} skills; the rest are ignored")
             break
-        try:
-            data = safe_files.read_beneath(
-                root, list(entry.parts), max_bytes=max_bytes, truncate=False
-            )
-            name, description, body = parse_skill(
-                data.data.decode("utf-8", errors="replace"), where=shown
-            )
-        except (safe_files.Refused, safe_files.Missing) as exc:
-            into.problems.append(f"{shown}: {exc}")
+        # Parsed once per version of the file (the catalogue is read on every model round).
+        key = (str(root), entry.parts, entry.size, entry.mtime_ns, max_bytes)
+        parsed = _parsed.get(key)
+        if parsed is None:
+            try:
+                data = safe_files.read_beneath(
+                    root, list(entry.parts), max_bytes=max_bytes, truncate=False
+                )
+                parsed = parse_skill(data.data.decode("utf-8", errors="replace"), where=shown)
+            except (safe_files.Refused, safe_files.Missing) as exc:
+                into.problems.append(f"{shown}: {exc}")
+                continue
+            except ValueError as exc:
+                parsed = str(exc)
+            if len(_parsed) >= _PARSED_MAX:
+                _parsed.clear()
+            _parsed[key] = parsed
+        if isinstance(parsed, str):
+            into.problems.append(parsed)
             continue
-        except ValueError as exc:
-            into.problems.append(str(exc))
-            continue
+        name, description, body = parsed
         if name in found:
             into.problems.append(f"{shown}: the name {name!r} is used twice in {source}")
             continue

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from uuid import uuid4
+
 import pytest
 
+from tests.helpers import wait_for
 from tests.tools.calls import ok, run_tool
 from tests.tools.conftest import configure
 
@@ -57,6 +60,33 @@ def test_it_finds_sections_by_meaning_too(user, handbook):
     plain = ok(run_tool("docs_search", user=user, query="where should I put my automobile"))
     assert plain["mode"] == "full-text" and plain["results"] == []
     assert plain["notice"] == "no embedder is configured: full-text search only"
+
+
+def test_a_first_index_too_large_to_wait_for_is_embedded_in_the_background(
+    user, handbook, monkeypatch
+):
+    # A fresh install's first search (~150 sections of the project's docs, ~20 s to embed on a
+    # 2-core machine) answers by full text at once; the vectors come from a background thread.
+    from platform_app import docs
+
+    monkeypatch.setattr(docs, "EMBED_WAIT_MAX", 1)
+    fresh = uuid4().hex  # sections no earlier test has embedded
+    (handbook / "office.md").write_text(
+        f"# Parking\n\nCars go in the garage under building B ({fresh}).\n\n"
+        f"# Coffee\n\nThe machine is on the second floor ({fresh}).\n"
+    )
+    configure("docs", folders=[f"handbook={handbook}"], include_project_docs=False)
+    query = "where should I put my automobile"
+    first = ok(run_tool("docs_search", user=user, query=query))
+    assert first["mode"] == "full-text"
+    assert "sections is being built: full-text results only for now" in first["notice"]
+
+    def hybrid():
+        result = ok(run_tool("docs_search", user=user, query=query))
+        return result if result["mode"] == "hybrid" else None
+
+    result = wait_for(hybrid, timeout=120, message="the sections' vectors")
+    assert result["results"][0]["path"] == "handbook/office.md#Parking"
 
 
 def test_the_index_follows_changes(user, handbook):

@@ -214,3 +214,22 @@ def test_the_shipped_skills_are_offered_and_a_data_skill_replaces_one(user, data
     assert "- memory: When to save to memory" in skills_prompt(
         user_id=user.pk, conversation_id=None
     )
+
+
+def test_an_edited_skill_is_read_again_and_a_broken_one_stays_reported(tmp_path):
+    # The catalogue is read on every model round; each file is parsed once per version.
+    from platform_app.skills import skill_catalogue
+
+    def catalogue():
+        return skill_catalogue(
+            data_dir=tmp_path, workspace_dir=None, max_bytes=65536, max_skills=50
+        )
+
+    skill(tmp_path / "a", "alpha", "First words.")
+    assert catalogue().skills["alpha"].description == "First words."
+    skill(tmp_path / "a", "alpha", "Second, longer words.")
+    assert catalogue().skills["alpha"].description == "Second, longer words."
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "SKILL.md").write_text("no frontmatter\n")
+    for _ in range(2):
+        assert any("no YAML frontmatter" in p for p in catalogue().problems)
