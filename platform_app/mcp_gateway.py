@@ -18,6 +18,7 @@ generic error; the details go to the log.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import json
 import logging
@@ -154,6 +155,22 @@ async def call_finished(call_id: int) -> Any:
                 status = await sync_to_async(_status)(call_id)
 
 
+async def call_run(token_id: int, name: str, arguments: dict[str, Any]) -> Any:
+    """Bind a client's call and wait for its end (the finished row). A client that gives up
+    (its request cancelled) has the call cancelled, also when that comes while the call is
+    being stored: the bind runs in a task of its own, and the client may see the stored call
+    before this coroutine does."""
+    binding = asyncio.ensure_future(sync_to_async(_bind)(token_id, name, arguments))
+    try:
+        call = await asyncio.shield(binding)
+        return await call_finished(call.pk)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):  # a bind that failed stored nothing to cancel
+            stored = await asyncio.shield(binding)
+            await asyncio.shield(sync_to_async(_cancel)(stored.pk))
+        raise
+
+
 # --- the server --------------------------------------------------------------------------------
 def _current_token(ctx: Any) -> int:
     request = getattr(ctx, "request", None)
@@ -208,12 +225,7 @@ def build_server() -> Any:
     async def _call_tool(token_id: int, params: Any) -> Any:
         from tools_app.models import ToolCall
 
-        call = await sync_to_async(_bind)(token_id, params.name, dict(params.arguments or {}))
-        try:
-            done = await call_finished(call.pk)
-        except asyncio.CancelledError:
-            await asyncio.shield(sync_to_async(_cancel)(call.pk))
-            raise
+        done = await call_run(token_id, params.name, dict(params.arguments or {}))
         result = done.result if isinstance(done.result, dict) else {"result": done.result}
         result = {"tool_call_id": done.pk, "status": done.status, **result}
         return CallToolResult(

@@ -111,3 +111,38 @@ def test_a_client_that_gives_up_cancels_the_call(app_server: str, user: Any, wor
         message="the abandoned MCP call to be cancelled",
     )
     assert cancelled.error == "cancelled by the MCP client"
+
+
+def test_a_client_that_gives_up_while_its_call_is_stored_still_cancels_it(
+    user: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race behind a flaky run: the client saw the stored call and gave up before the
+    gateway's coroutine had its row back from the bind. The cancel lands in that gap here on
+    purpose (a bind slow to return), and the call still ends cancelled, not waiting for an
+    approver forever."""
+    ToolFunctionConfig.objects.create(name="current_time", approval_mode="requester")
+    token = api_token_create(user=user, name="impatient")[0]
+    stored = threading.Event()
+    real = mcp_gateway._bind
+
+    def slow_to_return(*args: Any) -> Any:
+        call = real(*args)
+        stored.set()
+        time.sleep(0.5)  # the row is committed; the coroutine does not have it yet
+        return call
+
+    monkeypatch.setattr(mcp_gateway, "_bind", slow_to_return)
+
+    async def give_up() -> None:
+        calling = asyncio.ensure_future(
+            mcp_gateway.call_run(token.pk, "current_time", {"timezone": "UTC"})
+        )
+        while not stored.is_set():
+            await asyncio.sleep(0.01)
+        calling.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await calling
+
+    asyncio.run(give_up())
+    call = ToolCall.objects.get(source="mcp", tool="current_time")
+    assert call.status == ToolCall.Status.CANCELLED, call.status
