@@ -113,9 +113,7 @@ def test_the_page_lists_groups_functions_and_their_switches(staff_client):
     assert "never tested" in html
 
 
-def test_the_overview_shows_each_groups_key_limits(staff_client):
-    # Seed 003's Tools Manager: "Browser Tool — Timeout: 30s, Max screenshots: 10, Allowed
-    # domains: *.github.com, ..." on the overview, without opening each group.
+def browser_limits_set() -> None:
     ToolGroupConfig.objects.update_or_create(
         name="browser",
         defaults={
@@ -125,6 +123,12 @@ def test_the_overview_shows_each_groups_key_limits(staff_client):
             }
         },
     )
+
+
+def test_the_overview_shows_each_groups_key_limits(staff_client):
+    # Seed 003's Tools Manager: "Browser Tool — Timeout: 30s, Max screenshots: 10, Allowed
+    # domains: *.github.com, ..." on the overview, without opening each group.
+    browser_limits_set()
     html = staff_client.get("/tools/").content.decode()
     browser = html[html.index('id="group-browser"') :]
     browser = browser[: browser.index("</tbody>")]
@@ -139,6 +143,21 @@ def test_the_overview_shows_each_groups_key_limits(staff_client):
     assert '<span class="limit-label">Allowed commands:</span> any program' in shell
     file = html[html.index('id="group-file"') :]
     assert '<span class="limit-label">Max file size:</span> 1 MB' in file
+
+
+def test_the_key_limits_are_in_the_pages_language(staff_client):
+    # Labels, values, units and hover text in Russian, like the rest of a Russian page.
+    browser_limits_set()
+    html = staff_client.get("/tools/", HTTP_ACCEPT_LANGUAGE="ru").content.decode()
+    browser = html[html.index('id="group-browser"') :]
+    limits = browser[browser.index('class="key-limits"') : browser.index("</tbody>")]
+    assert "Timeout:" not in limits and "more)" not in limits
+    assert '<span class="limit-label">Тайм-аут:</span> 45 с' in limits, limits[:600]
+    assert "a.example (и ещё 1)" in limits
+    shell = html[html.index('id="group-shell"') :]
+    assert "любая программа" in shell[: shell.index("</tbody>")]
+    file = html[html.index('id="group-file"') :]
+    assert '<span class="limit-label">Макс. размер файла:</span> 1 МБ' in file
 
 
 def test_each_group_has_a_docs_page_the_model_and_the_admin_read(staff_client, user):
