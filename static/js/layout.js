@@ -86,9 +86,10 @@ if (sidebar && drawerButton) {
     }
   });
   // Following a link inside the drawer (another conversation) closes it, also when the
-  // sidebar's content is swapped in place.
+  // sidebar's content is swapped in place. A download (an export) leaves the page where it
+  // is, and the drawer open.
   sidebar.addEventListener("click", (event) => {
-    if (event.target.closest("a[href]") && narrow.matches) setDrawer(false);
+    if (event.target.closest("a[href]:not([download])") && narrow.matches) setDrawer(false);
   });
 }
 

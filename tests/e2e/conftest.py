@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from django.conf import settings
 
-from tests.conftest import ROOT, child_env, shared_process
+from tests.conftest import ROOT, child_env, shared_process, shared_processes_paused
 from tests.helpers import require, wait_for
 
 CHROMIUM_ARGS = [
@@ -38,6 +38,24 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+# Every app server of the session by its URL: several are alive at once (each conftest that
+# imports ``app_server`` gets its own, and some packages start their own), all on the test
+# database, each with its own maintenance thread.
+_SERVERS: dict[str, subprocess.Popen[bytes]] = {}
+
+
+@contextlib.contextmanager
+def other_app_servers_paused(url: str) -> Iterator[None]:
+    """Pause every app server but the one at ``url`` for the block. For a test that waits for
+    the server's own maintenance pass to act on the page's conversation: in embedded mode the
+    live event goes out through the in-process channel layer of the process that acted, so a
+    pass made by another test server (same database, its own process) would change the row
+    where the page never hears of it — a race of the test setup that one process never has."""
+    others = [proc for other, proc in _SERVERS.items() if other != url]
+    with shared_processes_paused(only=others):
+        yield
 
 
 def _healthy(url: str) -> bool:
@@ -68,8 +86,10 @@ def run_app_server(*extra: str, log_name: str = "test-server.log", **env: str) -
                 message="the app server to answer /healthz",
             )
             assert proc.poll() is None, f"app server exited; see {log_path}"
+            _SERVERS[url] = proc
             yield url
         finally:
+            _SERVERS.pop(url, None)
             proc.terminate()
             try:
                 proc.wait(timeout=10)

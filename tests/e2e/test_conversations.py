@@ -142,3 +142,82 @@ def test_sidebar_groups_pin_search_export_and_a_shared_link(page, browser, trans
     docs_shot(page, "conversations-search-390", full_page=True)
     page.set_viewport_size({"width": 1280, "height": 800})
     docs_shot(page, "conversations-search-page-1280", full_page=True)
+
+
+def test_a_phone_pins_searches_exports_archives_and_imports_in_the_drawer(page, transactional_db):
+    """The same actions at 390×844, where the conversations live in a drawer: pin, search as
+    you type, export Markdown and JSON, archive and bring back, and import the exported file
+    as a new conversation."""
+    users = get_user_model().objects
+    alice = users.create_user("alice", password="alice-password-1")
+    main = conversations(alice)
+    page.set_viewport_size({"width": 390, "height": 844})
+    login(page, "alice", "alice-password-1")
+    page.goto(f"/c/{main.pk}/")
+    wait_connected(page)
+    drawer = page.get_by_role("complementary", name="Conversations")
+    expect(drawer).to_be_hidden()
+
+    def actions() -> None:
+        """Open the drawer and the open conversation's actions (a link followed closes the
+        drawer, as on any phone page)."""
+        if not drawer.is_visible():
+            page.get_by_role("button", name="Conversations").click()
+            expect(drawer).to_be_visible()
+        menu = drawer.locator("details.conversation-actions")
+        if menu.get_attribute("open") is None:
+            drawer.get_by_label("Conversation actions").click()
+
+    actions()
+    no_overflow(page)
+
+    # Pin the open conversation: it heads the drawer's list under "Pinned".
+    page.locator("#pin-button").click()
+    expect(drawer.locator(".conversation-group").first).to_contain_text("Pinned")
+    expect(drawer.locator(".conversation-group").first).to_contain_text("Kangaroo census plan")
+
+    # Export both ways from the drawer.
+    actions()
+    with page.expect_download() as markdown:
+        page.locator("#export-md").click()
+    text = Path(markdown.value.path()).read_text()
+    assert "Kangaroo census plan" in text and "42 kangaroos near the river" in text
+    actions()
+    with page.expect_download() as exported:
+        page.locator("#export-json").click()
+    exported_path = exported.value.path()
+
+    # Search as you type inside the drawer; Escape brings the list back.
+    actions()
+    page.locator("#conversation-search").fill("wombats")
+    hit = page.locator("#search-results .search-hit").first
+    expect(hit).to_contain_text("Kangaroo census plan")
+    expect(hit.locator("mark").first).to_have_text("wombats")
+    page.locator("#conversation-search").press("Escape")
+    expect(page.locator("#conversation-list")).to_be_visible()
+
+    # Archive it: out of the list, on the Archived page, and back again from there.
+    actions()
+    page.locator("#archive-button").click()
+    page.wait_for_load_state()
+    page.goto("/c/archived/")
+    archived = page.locator(f"#archived-{main.pk}")
+    expect(archived).to_contain_text("Kangaroo census plan")
+    no_overflow(page)
+    archived.get_by_role("button", name="Unarchive").click()
+    expect(page.locator(f"#archived-{main.pk}")).to_have_count(0)
+    main.refresh_from_db()
+    assert main.archived_at is None
+
+    # Import the exported file: a new conversation of hers with the same messages.
+    page.goto("/c/import/")
+    no_overflow(page)
+    page.locator("#import-file").set_input_files(exported_path)
+    page.get_by_role("button", name="Import").click()
+    page.wait_for_url(lambda url: "/c/import/" not in url)
+    copies = Conversation.objects.filter(owner=alice, title="Kangaroo census plan")
+    assert copies.count() == 2
+    imported = copies.exclude(pk=main.pk).get()
+    expect(page.get_by_text("42 kangaroos near the river")).to_be_visible()
+    assert f"/c/{imported.pk}/" in page.url
+    no_overflow(page)
