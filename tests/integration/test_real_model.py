@@ -64,7 +64,7 @@ def llama_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             [
                 sys.executable,
                 "-m",
-                "llama_cpp.server",
+                "tests.real_model_server",  # llama_cpp.server, without AMX (its docstring)
                 "--model",
                 str(gguf),
                 "--model_alias",
