@@ -222,3 +222,27 @@ def test_a_deleted_chunk_leaves_vector_results_and_the_cache_reloads(user):
     # The matrix that still held it was dropped: the next search has a full list again.
     wide = ok(run_tool("memory_search", user=user, query="what hue do I like", top_k=3))
     assert "My favourite colour is green." not in [r["content"] for r in wide["results"]]
+
+
+def test_the_upgrade_turns_a_stored_none_into_the_local_embedder(transactional_db):
+    """platform.0011: the old default ``none`` (which every save of the form wrote) becomes
+    ``local``; another choice an admin made, and the other settings, stay as they were."""
+    import importlib
+
+    from django.apps import apps
+
+    from tools_app.models import ToolConfigVersion, ToolGroupConfig
+
+    migration = importlib.import_module("platform_app.migrations.0011_memory_hybrid_by_default")
+    config, _ = ToolGroupConfig.objects.update_or_create(
+        name="memory", defaults={"settings": {"embedder": "none", "max_results": 7}}
+    )
+    token = ToolConfigVersion.objects.get(pk=1).token
+    migration.hybrid_by_default(apps, None)
+    config.refresh_from_db()
+    assert config.settings == {"embedder": "local", "max_results": 7}
+    assert ToolConfigVersion.objects.get(pk=1).token != token  # processes read it at once
+    ToolGroupConfig.objects.filter(pk=config.pk).update(settings={"embedder": "provider:3"})
+    migration.hybrid_by_default(apps, None)
+    config.refresh_from_db()
+    assert config.settings == {"embedder": "provider:3"}

@@ -477,3 +477,32 @@ def test_an_unknown_tool_is_an_error_result(user):
     assert call.status == "failed"
     assert call.error.startswith("unknown tool 'subagent_kill'; available tools: ")
     assert "subagent_spawn" in call.error and "schedule_add" in call.error
+
+
+def test_the_upgrade_keeps_running_helpers_delivering_to_their_parent(user):
+    """platform.0010: a helper spawned when a null ``inject_into`` meant "the parent" and still
+    running keeps delivering there; finished ones and explicit targets stay as they were."""
+    import importlib
+
+    from django.apps import apps
+
+    migration = importlib.import_module("platform_app.migrations.0010_subagent_silent_and_log_only")
+    parent = Conversation.objects.create(owner=user, title="parent")
+    other = Conversation.objects.create(owner=user, title="other")
+
+    def helper(status: str, inject_into: Any = None) -> Subagent:
+        return Subagent.objects.create(
+            user=user,
+            name="helper",
+            message="look it up",
+            parent_conversation=parent,
+            inject_into=inject_into,
+            conversation=Conversation.objects.create(owner=user, title="helper"),
+            status=status,
+        )
+
+    running, done, aimed = helper("running"), helper("succeeded"), helper("running", other)
+    migration.running_keep_their_parent(apps, None)
+    assert Subagent.objects.get(pk=running.pk).inject_into_id == parent.pk
+    assert Subagent.objects.get(pk=done.pk).inject_into_id is None
+    assert Subagent.objects.get(pk=aimed.pk).inject_into_id == other.pk
