@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -249,8 +249,13 @@ def _process_tree(pid: int) -> list[int]:
 
 
 @contextlib.contextmanager
-def shared_processes_paused() -> Iterator[None]:
-    pids = [pid for proc in _SHARED if proc.poll() is None for pid in _process_tree(proc.pid)]
+def shared_processes_paused(
+    only: Iterable[subprocess.Popen[bytes]] | None = None,
+) -> Iterator[None]:
+    """SIGSTOP the session's shared processes (or ``only`` these) and their children for the
+    block; SIGCONT after."""
+    procs = _SHARED if only is None else list(only)
+    pids = [pid for proc in procs if proc.poll() is None for pid in _process_tree(proc.pid)]
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGSTOP)

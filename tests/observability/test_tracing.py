@@ -12,6 +12,7 @@ from chat_app.models import Turn
 from chat_app.services.turns import turn_start
 from infra import tracing
 from tests.conftest import wait_turn
+from tests.helpers import wait_for
 from tests.llm_server import Call, Reply
 
 pytestmark = [pytest.mark.embedded_only]
@@ -50,11 +51,8 @@ def test_a_turn_is_one_trace_and_a_refused_call_is_a_span(
     )
     turn = wait_turn(turn_start(conversation=conversation, user_id=user.pk, text="go").pk)
     assert turn.status == Turn.Status.SUCCEEDED
-    tracing.tracing_flush()
     trace_id = int(turn.trace_context.split("-")[1], 16)
-    mine = [s for s in spans.get_finished_spans() if s.context.trace_id == trace_id]
-    names = sorted(s.name for s in mine)
-    assert names == [
+    expected = [
         "model round",
         "model round",
         "tool current_time",
@@ -62,6 +60,17 @@ def test_a_turn_is_one_trace_and_a_refused_call_is_a_span(
         "turn",
         "turn start",
     ]
+
+    def finished() -> list[Any]:
+        # The last round's span ends just after its completion has ended the turn (the
+        # round's ``finally``), so the turn's status can be seen a moment before that span.
+        tracing.tracing_flush()
+        return [s for s in spans.get_finished_spans() if s.context.trace_id == trace_id]
+
+    wait_for(lambda: len(finished()) >= len(expected), timeout=5, message="the turn's spans to end")
+    mine = finished()
+    names = sorted(s.name for s in mine)
+    assert names == expected
     ids = {s.context.span_id for s in mine}
     roots = [s for s in mine if s.parent is None]
     assert [r.name for r in roots] == ["turn"]
