@@ -1,6 +1,11 @@
 """``turn_advance``'s one-statement fast path (a chat turn whose calls have all finished goes
 back to the model) decides as the state machine does, on SQLite and PostgreSQL, and moves a
-turn on once however many of its calls finish at the same moment."""
+turn on once however many of its calls finish at the same moment.
+
+The e2e servers, runner and worker of the session share the test database, and their
+maintenance passes move on a turn left in "tools" whose calls all ended long ago (the reaper).
+So a turn here is made with its calls in one transaction, and an ended call ended just now, as
+the product's are: no other process's pass takes the turn before the test does."""
 
 from __future__ import annotations
 
@@ -8,7 +13,7 @@ import threading
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
 from chat_app.agent_kinds import FINAL_ANSWER
@@ -26,18 +31,26 @@ def queued(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return rounds
 
 
-def tools_turn(conversation: Any, **fields: Any) -> Turn:
-    return Turn.objects.create(
-        conversation=conversation,
-        user_id=conversation.owner_id,
-        phase=Turn.Phase.TOOLS,
-        heartbeat_at=timezone.now() - timezone.timedelta(minutes=5),
-        requeued=2,
-        **fields,
-    )
+def tools_turn(
+    conversation: Any, *calls: str | tuple[str, str], **fields: Any
+) -> Turn:
+    """A turn in "tools" with these calls (a status, or a (status, tool) pair)."""
+    with transaction.atomic():
+        turn = Turn.objects.create(
+            conversation=conversation,
+            user_id=conversation.owner_id,
+            phase=Turn.Phase.TOOLS,
+            heartbeat_at=timezone.now() - timezone.timedelta(minutes=5),
+            requeued=2,
+            **fields,
+        )
+        for status in calls:
+            call(turn, *((status,) if isinstance(status, str) else status))
+    return turn
 
 
 def call(turn: Turn, status: str, tool: str = "current_time") -> ToolCall:
+    ended = status in ToolCall.TERMINAL
     return ToolCall.objects.create(
         conversation_id=turn.conversation_id,
         user_id=turn.user_id,
@@ -45,16 +58,16 @@ def call(turn: Turn, status: str, tool: str = "current_time") -> ToolCall:
         tool=tool,
         arguments={},
         status=status,
+        finished_at=timezone.now() if ended else None,
     )
 
 
 def test_a_turn_whose_calls_all_ended_goes_back_to_the_model(
     conversation: Any, queued: list[int]
 ) -> None:
-    turn = tools_turn(conversation)
-    call(turn, ToolCall.Status.SUCCEEDED)
-    call(turn, ToolCall.Status.FAILED)
-    call(turn, ToolCall.Status.DENIED)
+    turn = tools_turn(
+        conversation, ToolCall.Status.SUCCEEDED, ToolCall.Status.FAILED, ToolCall.Status.DENIED
+    )
     before = timezone.now()
     turns.turn_advance(turn.pk)
     turn.refresh_from_db()
@@ -76,8 +89,7 @@ def test_a_turn_whose_calls_all_ended_goes_back_to_the_model(
 def test_a_turn_that_must_not_go_back_stays(
     conversation: Any, queued: list[int], fields: dict[str, Any], status: str, tool: str
 ) -> None:
-    turn = tools_turn(conversation, **fields)
-    call(turn, status, tool)
+    turn = tools_turn(conversation, (status, tool), **fields)
     assert not turns._back_to_model(turn.pk)
     turn.refresh_from_db()
     assert turn.phase == "tools" and turn.requeued == 2
@@ -86,20 +98,18 @@ def test_a_turn_that_must_not_go_back_stays(
 def test_a_successful_final_answer_ends_the_turn_instead(
     conversation: Any, queued: list[int]
 ) -> None:
-    turn = tools_turn(conversation)
-    call(turn, ToolCall.Status.SUCCEEDED, FINAL_ANSWER)
+    turn = tools_turn(conversation, (ToolCall.Status.SUCCEEDED, FINAL_ANSWER))
     assert not turns._back_to_model(turn.pk)
-    failed = tools_turn(conversation)
-    call(failed, ToolCall.Status.FAILED, FINAL_ANSWER)  # a failed one does not count
+    # A failed one does not count.
+    failed = tools_turn(conversation, (ToolCall.Status.FAILED, FINAL_ANSWER))
     assert turns._back_to_model(failed.pk)
 
 
 def test_another_turns_running_call_does_not_hold_this_one(
     conversation: Any, queued: list[int]
 ) -> None:
-    turn, other = tools_turn(conversation), tools_turn(conversation)
-    call(turn, ToolCall.Status.SUCCEEDED)
-    call(other, ToolCall.Status.RUNNING)
+    turn = tools_turn(conversation, ToolCall.Status.SUCCEEDED)
+    other = tools_turn(conversation, ToolCall.Status.RUNNING)
     assert turns._back_to_model(turn.pk)
     assert not turns._back_to_model(other.pk)
 
@@ -107,9 +117,7 @@ def test_another_turns_running_call_does_not_hold_this_one(
 def test_a_turn_advances_once_when_its_calls_finish_together(
     conversation: Any, queued: list[int]
 ) -> None:
-    turn = tools_turn(conversation)
-    for _ in range(4):
-        call(turn, ToolCall.Status.SUCCEEDED)
+    turn = tools_turn(conversation, *[ToolCall.Status.SUCCEEDED] * 4)
     together = threading.Barrier(4)
     errors: list[BaseException] = []
 
