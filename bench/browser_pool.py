@@ -192,6 +192,12 @@ def measure() -> dict[str, Any]:
     User = get_user_model()
     User.objects.filter(username="bench-browser").delete()
     user = User.objects.create_user("bench-browser")
+    # A member may use only what is granted (issue 22): the browser tools granted to everyone,
+    # as an admin would.
+    from tools_app.models import ToolGrant
+    from tools_app.services.grants import everyone_group
+
+    ToolGrant.objects.get_or_create(group=everyone_group(), kind="group", name="browser")
     warm_conv = Conversation.objects.create(owner=user, title="bench warm")
     cold_conv = Conversation.objects.create(owner=user, title="bench cold")
     start_embedded_worker()

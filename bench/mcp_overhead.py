@@ -56,6 +56,12 @@ def measure() -> dict[str, Any]:
         name="bench-time", command="mcp-server-time", settings={"sandbox_backend": BACKEND}
     )
     mcp_refresh(source)
+    # A new source is granted to nobody but admins (issue 22): granted to everyone here, as an
+    # admin would, so the member's calls pass binding as any granted call does.
+    from tools_app.models import ToolGrant
+    from tools_app.services.grants import everyone_group
+
+    ToolGrant.objects.create(group=everyone_group(), kind="source", name=source.name)
     source.refresh_from_db()
     spec = server_spec(source)
     args = {"timezone": "Europe/Berlin"}

@@ -283,6 +283,12 @@ def main() -> None:
     User = get_user_model()
     User.objects.filter(username="bench-sandbox").delete()
     user = User.objects.create_user("bench-sandbox", password="bench-password-1")
+    # A member may use only what is granted (issue 22): the shell tools granted to everyone,
+    # as an admin would.
+    from tools_app.models import ToolGrant
+    from tools_app.services.grants import everyone_group
+
+    ToolGrant.objects.get_or_create(group=everyone_group(), kind="group", name="shell")
     # A random id: sandbox containers are named after it on an engine other runs share.
     conversation = Conversation.objects.create(
         pk=random.randint(10**6, 2 * 10**9), owner=user, title="bench sandbox"
