@@ -31,9 +31,7 @@ def queued(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return rounds
 
 
-def tools_turn(
-    conversation: Any, *calls: str | tuple[str, str], **fields: Any
-) -> Turn:
+def tools_turn(conversation: Any, *calls: str | tuple[str, str], **fields: Any) -> Turn:
     """A turn in "tools" with these calls (a status, or a (status, tool) pair)."""
     with transaction.atomic():
         turn = Turn.objects.create(
