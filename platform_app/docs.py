@@ -271,13 +271,17 @@ def _vectors_save(embedder_id: str, cache: dict[str, Any]) -> None:
 
 
 def _vectors_add(embedder: Embedder, texts: list[str], keys: list[str]) -> None:
-    fresh = embedder.embed(texts)
-    cache = _vectors_for(embedder.id)
+    _vectors_store(embedder.id, keys, embedder.embed(texts))
+
+
+def _vectors_store(embedder_id: str, keys: list[str], fresh: Any) -> None:
+    """Keep ``fresh`` vectors by their texts' ``keys``, in memory and in ``var/cache/``."""
+    cache = _vectors_for(embedder_id)
     if len(cache) + len(keys) > _VECTOR_CACHE_MAX:
         cache.clear()
     for key, vector in zip(keys, fresh, strict=True):
         cache[key] = np.asarray(vector, dtype=np.float32)
-    _vectors_save(embedder.id, cache)
+    _vectors_save(embedder_id, cache)
 
 
 # Sections embedded while the person waits; more (a first search over a fresh install: ~150
@@ -292,12 +296,7 @@ def _embed_in_background(embedder: Embedder, texts: list[str], keys: list[str]) 
         try:
             fresh = embedder.embed(texts)  # the slow part, without the lock
             with _lock:
-                cache = _vectors_for(embedder.id)
-                if len(cache) + len(keys) > _VECTOR_CACHE_MAX:
-                    cache.clear()
-                for key, vector in zip(keys, fresh, strict=True):
-                    cache[key] = np.asarray(vector, dtype=np.float32)
-                _vectors_save(embedder.id, cache)
+                _vectors_store(embedder.id, keys, fresh)
         except Exception:
             logger.exception("embedding the docs sections failed; search stays full-text")
         finally:
