@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import Model
 from django.db.models.sql import InsertQuery
 
@@ -25,7 +25,11 @@ class CompiledInsert:
     converters: dict[int, Any]
 
     def params(self, obj: Model) -> list[Any]:
-        return [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in self.fields]
+        # The connection itself, not the ``connection`` proxy: each field's preparation reads
+        # it several times, and every read through the proxy is a context-local lookup (a
+        # quarter of a call's INSERT in ``bench binding``'s profile).
+        db = connections[DEFAULT_DB_ALIAS]
+        return [f.get_db_prep_save(f.pre_save(obj, True), db) for f in self.fields]
 
     def stored(self, obj: Model, row: Any) -> None:
         """``obj`` as ``save()`` leaves it, given the row ``RETURNING`` gave back."""
