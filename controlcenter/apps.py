@@ -18,11 +18,16 @@ class ControlCenterConfig(AppConfig):
     verbose_name = "Control Center"
 
     def ready(self) -> None:
+        from django.db.backends.signals import connection_created
+
         from infra.dbfork import register_db_fork_safety
+        from infra.sqlite_checkpoint import on_connection_created
 
         state_dirs_create()
         # A forked child (Celery's prefork pool) must not use its parent's pool or connections.
         register_db_fork_safety()
+        # SQLite: WAL checkpoints in a background thread, not in the commit that fills the WAL.
+        connection_created.connect(on_connection_created, dispatch_uid="cc-sqlite-checkpoint")
         checks.register(var_dir_usable, "controlcenter")
 
 

@@ -132,6 +132,10 @@ _sqlite_options = {
     "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
 }
 SQLITE_ENGINE = "django.db.backends.sqlite3"
+# Embedded mode checkpoints the WAL from a background thread every so many seconds (0: off,
+# commits checkpoint as SQLite ships); a commit still does it past this many WAL pages.
+SQLITE_CHECKPOINT_INTERVAL = envfloat("SQLITE_CHECKPOINT_INTERVAL", 0.5)
+SQLITE_AUTOCHECKPOINT_PAGES = envint("SQLITE_AUTOCHECKPOINT_PAGES", 10000, minimum=1)
 _database_url = envstr("DATABASE_URL")
 DB_POOL_MAX_SIZE = envint("DB_POOL_MAX_SIZE", 10, minimum=1)
 if _database_url:
