@@ -24,6 +24,7 @@ from typing import Any
 
 logger = logging.getLogger(__name__)
 
+THREAD_NAME = "cc-sqlite-checkpoint"
 _lock = threading.Lock()
 _running: set[tuple[int, str]] = set()  # (process id, database path): a forked child starts its own
 
@@ -51,29 +52,35 @@ def checkpoint_once(path: str) -> tuple[int, int, int] | None:
 
 def wal_checkpointer_start(path: str, *, interval: float) -> bool:
     """Start this process's checkpoint thread for the database file at ``path``, once per
-    process and path; False when one already runs."""
+    process and path; False when one already runs. The thread ends when the file is gone."""
     key = (os.getpid(), str(Path(path).resolve()))
     with _lock:
         if key in _running:
             return False
         _running.add(key)
-    threading.Thread(
-        target=_loop, args=(key[1], interval), name="cc-sqlite-checkpoint", daemon=True
-    ).start()
+    name = f"{THREAD_NAME} {key[1]}"
+    threading.Thread(target=_loop, args=(key, interval), name=name, daemon=True).start()
     return True
 
 
-def _loop(path: str, interval: float) -> None:
+def _loop(key: tuple[int, str], interval: float) -> None:
     failures = 0
-    while True:
-        time.sleep(interval)
-        try:
-            checkpoint_once(path)
-            failures = 0
-        except sqlite3.Error as exc:  # the file is being replaced, say: the next pass will do
-            failures += 1
-            if failures == 10:  # said once; the connections' own checkpoints still run
-                logger.warning("background WAL checkpoints of %s keep failing (%s)", path, exc)
+    try:
+        while True:
+            time.sleep(interval)
+            try:
+                if checkpoint_once(key[1]) is None:
+                    return  # deleted (a test database): a new connection starts a new thread
+                failures = 0
+            except sqlite3.Error as exc:  # the file is being replaced, say: the next pass will do
+                failures += 1
+                if failures == 10:  # said once; the connections' own checkpoints still run
+                    logger.warning(
+                        "background WAL checkpoints of %s keep failing (%s)", key[1], exc
+                    )
+    finally:
+        with _lock:
+            _running.discard(key)
 
 
 def on_connection_created(sender: Any, connection: Any, **kwargs: Any) -> None:

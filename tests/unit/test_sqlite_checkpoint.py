@@ -13,7 +13,7 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from infra.sqlite_checkpoint import checkpoint_once, wal_checkpointer_start
+from infra.sqlite_checkpoint import THREAD_NAME, checkpoint_once, wal_checkpointer_start
 
 # Unmarked: the embedded pass only, where the database is SQLite.
 
@@ -53,6 +53,11 @@ def test_it_checkpoints_the_wal_from_its_own_thread(tmp_path: Path) -> None:
         time.sleep(0.05)
     assert rows_in_the_database_file(path) == 200
     conn.close()
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    thread = next(t for t in threading.enumerate() if t.name == f"{THREAD_NAME} {path.resolve()}")
+    thread.join(timeout=10)  # the file is gone: so is its thread
+    assert not thread.is_alive()
 
 
 def test_without_it_the_rows_stay_in_the_wal(tmp_path: Path) -> None:
@@ -67,11 +72,12 @@ def test_without_it_the_rows_stay_in_the_wal(tmp_path: Path) -> None:
 def test_it_starts_one_thread_per_database_and_process(tmp_path: Path) -> None:
     path = tmp_path / "db.sqlite3"
     writer(path).close()
-    before = threading.active_count()
-    assert wal_checkpointer_start(str(path), interval=60)
-    assert not wal_checkpointer_start(str(path), interval=60)
-    assert not wal_checkpointer_start(str(tmp_path / "." / "db.sqlite3"), interval=60)
-    assert threading.active_count() == before + 1
+    assert wal_checkpointer_start(str(path), interval=0.05)
+    assert not wal_checkpointer_start(str(path), interval=0.05)
+    assert not wal_checkpointer_start(str(tmp_path / "." / "db.sqlite3"), interval=0.05)
+    name = f"{THREAD_NAME} {path.resolve()}"
+    assert [t.name for t in threading.enumerate()].count(name) == 1
+    path.unlink()
 
 
 def test_it_never_creates_a_database(tmp_path: Path) -> None:
@@ -86,5 +92,6 @@ def test_django_connections_checkpoint_themselves_only_past_the_net() -> None:
         cursor.execute("PRAGMA wal_autocheckpoint")
         (pages,) = cursor.fetchone()
     assert pages == settings.SQLITE_AUTOCHECKPOINT_PAGES
+    database = Path(connection.settings_dict["NAME"]).resolve()
     names = {t.name for t in threading.enumerate()}
-    assert "cc-sqlite-checkpoint" in names
+    assert f"{THREAD_NAME} {database}" in names
