@@ -122,6 +122,11 @@ TEMPLATES = [
 ]
 
 # --- database -------------------------------------------------------------------------------
+# Embedded mode checkpoints the WAL from a background thread every so many seconds (0: off,
+# commits checkpoint as SQLite ships); a commit still does it past this many WAL pages
+# (infra/sqlite_checkpoint.py).
+SQLITE_CHECKPOINT_INTERVAL = envfloat("SQLITE_CHECKPOINT_INTERVAL", 0.5)
+SQLITE_AUTOCHECKPOINT_PAGES = envint("SQLITE_AUTOCHECKPOINT_PAGES", 10000, minimum=1)
 _sqlite_options = {
     # WAL + immediate transactions: the in-process worker threads write concurrently with
     # the web thread. An atomic block takes the write lock when it begins (BEGIN IMMEDIATE),
@@ -129,13 +134,14 @@ _sqlite_options = {
     # could; a writer that finds the lock taken waits for it (busy timeout, in seconds).
     "transaction_mode": "IMMEDIATE",
     "timeout": 30,
-    "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+    + (
+        f" PRAGMA wal_autocheckpoint={SQLITE_AUTOCHECKPOINT_PAGES};"
+        if SQLITE_CHECKPOINT_INTERVAL > 0
+        else ""
+    ),
 }
 SQLITE_ENGINE = "django.db.backends.sqlite3"
-# Embedded mode checkpoints the WAL from a background thread every so many seconds (0: off,
-# commits checkpoint as SQLite ships); a commit still does it past this many WAL pages.
-SQLITE_CHECKPOINT_INTERVAL = envfloat("SQLITE_CHECKPOINT_INTERVAL", 0.5)
-SQLITE_AUTOCHECKPOINT_PAGES = envint("SQLITE_AUTOCHECKPOINT_PAGES", 10000, minimum=1)
 _database_url = envstr("DATABASE_URL")
 DB_POOL_MAX_SIZE = envint("DB_POOL_MAX_SIZE", 10, minimum=1)
 if _database_url:

@@ -13,7 +13,6 @@ database deleted and made again under the same name (tests, benches) is the one 
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import sqlite3
@@ -85,7 +84,7 @@ def _loop(key: tuple[int, str], interval: float) -> None:
 
 def on_connection_created(sender: Any, connection: Any, **kwargs: Any) -> None:
     """``connection_created`` receiver: a SQLite database file is checkpointed in the
-    background, its connections checkpoint themselves only past the net."""
+    background (its connections' own net is set in the settings' ``init_command``)."""
     if connection.vendor != "sqlite":
         return
     from django.conf import settings
@@ -94,6 +93,4 @@ def on_connection_created(sender: Any, connection: Any, **kwargs: Any) -> None:
     name = str(connection.settings_dict.get("NAME") or "")
     if interval <= 0 or not name or name == ":memory:" or name.startswith("file:"):
         return  # off, or no file: SQLite's own automatic checkpoints, as it ships
-    with contextlib.closing(connection.connection.cursor()) as cursor:
-        cursor.execute(f"PRAGMA wal_autocheckpoint={int(settings.SQLITE_AUTOCHECKPOINT_PAGES)}")
     wal_checkpointer_start(name, interval=interval)
