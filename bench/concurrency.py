@@ -182,8 +182,9 @@ def start_app(
 # --- people --------------------------------------------------------------------------------
 
 
-def make_people(n: int, llm_port: int) -> list[tuple[int, str]]:
-    """n users with one conversation each; returns (conversation id, session cookie)."""
+def make_people(n: int, llm_port: int, llm_url: str = "") -> list[tuple[int, str]]:
+    """n users with one conversation each; returns (conversation id, session cookie).
+    ``llm_url``: the model's address when it is not on loopback (the fleet's containers)."""
     from django.conf import settings
     from django.contrib.auth import get_user_model
     from django.contrib.sessions.backends.db import SessionStore
@@ -194,7 +195,7 @@ def make_people(n: int, llm_port: int) -> list[tuple[int, str]]:
         name="bench",
         defaults={
             "kind": "openai",
-            "base_url": f"http://127.0.0.1:{llm_port}/v1",
+            "base_url": llm_url or f"http://127.0.0.1:{llm_port}/v1",
             "model": "scripted-model",
             "native_tools": "true",
             "is_default": True,

@@ -28,6 +28,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--delay", type=float, default=2.0)
     parser.add_argument("--plain", action="store_true", help="answer without a tool call")
+    parser.add_argument("--host", default="127.0.0.1", help="the address it listens on")
     args = parser.parse_args()
 
     def reply(body: dict[str, Any]) -> Reply:
@@ -45,7 +46,7 @@ def main() -> None:
             delay=args.delay,
         )
 
-    llm = ScriptedLLM(keep_alive=True)  # as real providers: connections are reused
+    llm = ScriptedLLM(keep_alive=True, host=args.host)  # as real providers: reused connections
     llm.set_default(reply)
     llm.start()
     print(f"ready {llm.port}", flush=True)

@@ -3,7 +3,10 @@ from __future__ import annotations
 from typing import Any
 
 from django.apps import AppConfig
-from django.db.models.signals import post_migrate
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.db.models.signals import post_delete, post_migrate, post_save
+from django.utils.translation import gettext as _
 
 
 class ChatAppConfig(AppConfig):
@@ -11,10 +14,13 @@ class ChatAppConfig(AppConfig):
     verbose_name = "Chat"
 
     def ready(self) -> None:
+        from celery.signals import beat_init, worker_init
+
         from chat_app.agent_kinds import approved_call_hold
         from chat_app.models import Agent, ModelPrice, Provider
         from chat_app.pages import page_panels_register
         from chat_app.services.latent import latent_execute
+        from chat_app.services.process_beats import beat_started, worker_started
         from chat_app.views_files import files_context
         from infra.maintenance import maintenance_step
         from tools_app.models import config_track
@@ -36,6 +42,37 @@ class ChatAppConfig(AppConfig):
         # search's are made again after every migrate (idempotent, no backfill).
         post_migrate.connect(_search_triggers, sender=self, dispatch_uid="chat_app.search")
         page_panels_register("files", files_context)  # the Files panel beside the chat
+        # Celery workers and beat report themselves like the web process and the runner
+        # (distributed mode): their health commands and everyone's readiness read it.
+        worker_init.connect(worker_started, weak=False, dispatch_uid="chat_app.process_beat")
+        beat_init.connect(beat_started, weak=False, dispatch_uid="chat_app.process_beat_beat")
+        # A deactivated (or deleted) account: its running turns stop and its open sockets
+        # close at once, whatever deactivated it (the People page, the admin, a command).
+        user_model = get_user_model()
+        post_save.connect(_person_saved, sender=user_model, dispatch_uid="chat_app.person_saved")
+        post_delete.connect(
+            _person_deleted, sender=user_model, dispatch_uid="chat_app.person_deleted"
+        )
+
+
+def _person_saved(sender: object, instance: Any, **kwargs: object) -> None:
+    if not instance.is_active:
+        _person_ended(instance.pk, _("your account has been deactivated"))
+
+
+def _person_deleted(sender: object, instance: Any, **kwargs: object) -> None:
+    _person_ended(instance.pk, _("your account has been removed"))
+
+
+def _person_ended(user_id: int, reason: str) -> None:
+    from chat_app.services.turns import person_turns_stop
+    from infra.events import PERSON_ENDED, person_group, publish
+
+    def end() -> None:
+        person_turns_stop(user_id=user_id)
+        publish([person_group(user_id)], {"type": PERSON_ENDED, "reason": reason}, wait=False)
+
+    transaction.on_commit(end)
 
 
 def _advance_turn(sender: object, call: Any, **kwargs: object) -> None:

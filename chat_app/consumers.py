@@ -1,5 +1,5 @@
 """The chat websocket: relays events to the browser and accepts send/stop, edit/regenerate/branch
-commands.
+and retry commands.
 
 Thin on purpose: every decision is a service call; this only checks who is asking and that
 the frame is well formed (``SafeJsonConsumer``: a malformed frame gets an ``error`` event and
@@ -14,11 +14,13 @@ from django.utils.translation import gettext as _
 
 from chat_app import selectors
 from chat_app.services import branches, privacy, turns
+from infra import access
 from infra.events import conversation_group
 from infra.websocket import SafeJsonConsumer, db
-from tools_app.services import approval
+from tools_app.services import approval, standing
 
 
+@access.socket(access.SIGNED_IN)  # and the conversation's own check: conversation_read
 class ConversationConsumer(SafeJsonConsumer):
     conversation_id: int
     group: str
@@ -86,6 +88,10 @@ class ConversationConsumer(SafeJsonConsumer):
                 await db(turns.turn_stop_current)(user=user, conversation_id=self.conversation_id)
             elif action in ("approve", "deny"):
                 await self._decide(user, action, content)
+            elif action == "retry":  # a card's Retry (after connecting an account)
+                await db(turns.toolcall_retry)(
+                    user=user, conversation_id=self.conversation_id, call_id=content.get("call_id")
+                )
             else:
                 await self.send_error(f"unknown action {action!r}"[:200])
         except turns.TurnError as exc:
@@ -100,10 +106,11 @@ class ConversationConsumer(SafeJsonConsumer):
             await self.send_error(_("malformed approval command"))
             return
         try:
-            await db(approval.toolcall_decide)(
+            await db(standing.toolcall_decide_widened)(
                 user=user,
                 call_id=call_id,
                 approve=action == "approve",
+                widening=content.get("widening"),
                 arguments=arguments,
                 conversation_id=self.conversation_id,
             )

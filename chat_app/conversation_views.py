@@ -3,7 +3,6 @@ export and import, share links. Every one is the owner's only (404 for anyone el
 
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.text import slugify
@@ -15,6 +14,7 @@ from chat_app.services import conversations as services
 from chat_app.services import sharing, transfer
 from chat_app.services.search import conversations_search
 from chat_app.views import AuthedHtmxRequest, _owned, sidebar_groups_for
+from infra import access
 
 
 def _list_or_redirect(request: AuthedHtmxRequest, conversation: Conversation) -> HttpResponse:
@@ -27,7 +27,7 @@ def _list_or_redirect(request: AuthedHtmxRequest, conversation: Conversation) ->
     return redirect("chat:conversation", conversation_id=conversation.pk)
 
 
-@login_required
+@access.signed_in
 @require_POST
 def conversation_pin(request: AuthedHtmxRequest, conversation_id: int) -> HttpResponse:
     conversation = _owned(request, conversation_id)
@@ -35,7 +35,7 @@ def conversation_pin(request: AuthedHtmxRequest, conversation_id: int) -> HttpRe
     return _list_or_redirect(request, conversation)
 
 
-@login_required
+@access.signed_in
 @require_POST
 def conversation_archive(request: AuthedHtmxRequest, conversation_id: int) -> HttpResponse:
     conversation = _owned(request, conversation_id)
@@ -46,7 +46,7 @@ def conversation_archive(request: AuthedHtmxRequest, conversation_id: int) -> Ht
     return redirect("chat:conversation", conversation_id=conversation.pk)
 
 
-@login_required
+@access.signed_in
 def archived(request: AuthedHtmxRequest) -> HttpResponse:
     return render(
         request,
@@ -55,7 +55,7 @@ def archived(request: AuthedHtmxRequest) -> HttpResponse:
     )
 
 
-@login_required
+@access.signed_in
 def search(request: AuthedHtmxRequest) -> HttpResponse:
     """The sidebar's results as you type (htmx), or the results page (a plain GET)."""
     query = request.GET.get("q", "")[:200]
@@ -71,7 +71,7 @@ def _filename(conversation: Conversation, extension: str) -> str:
     return f"{stem}-{conversation.pk}.{extension}"
 
 
-@login_required
+@access.signed_in
 def export(request: AuthedHtmxRequest, conversation_id: int, fmt: str) -> HttpResponse:
     conversation = _owned(request, conversation_id)
     if fmt == "json":
@@ -86,7 +86,7 @@ def export(request: AuthedHtmxRequest, conversation_id: int, fmt: str) -> HttpRe
     return response
 
 
-@login_required
+@access.signed_in
 def import_page(request: AuthedHtmxRequest) -> HttpResponse:
     error = ""
     if request.method == "POST":
@@ -108,7 +108,7 @@ def import_page(request: AuthedHtmxRequest) -> HttpResponse:
     return render(request, "chat/import.html", {"error": error}, status=status)
 
 
-@login_required
+@access.signed_in
 def share(request: AuthedHtmxRequest, conversation_id: int) -> HttpResponse:
     """The owner's page for the conversation's share link: create, replace, revoke."""
     conversation = _owned(request, conversation_id)
@@ -127,7 +127,7 @@ def share(request: AuthedHtmxRequest, conversation_id: int) -> HttpResponse:
     )
 
 
-@login_required
+@access.signed_in
 def shared(request: AuthedHtmxRequest, token: str) -> HttpResponse:
     """A conversation through its share link: read-only, as its owner chose to show it. The
     link is the owner's consent, so reading needs no auditor permission (and is not one)."""

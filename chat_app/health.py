@@ -14,6 +14,8 @@ from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
 
+from infra import access
+
 _provider_cache: dict[str, tuple[float, dict[str, Any]]] = {}
 
 
@@ -81,8 +83,12 @@ def _check_agent_runner() -> dict[str, Any]:
 
 def _check_provider() -> dict[str, Any]:
     from chat_app.services.providers import provider_default
+    from infra.secrets import SecretDecryptionError
 
-    provider = provider_default()
+    try:
+        provider = provider_default()
+    except SecretDecryptionError as exc:  # this process's key is not the one that stored it
+        return {"ok": False, "configured": True, "error": str(exc)}
     if provider is None:
         return {"ok": False, "configured": False}
     cached = _provider_cache.get(str(provider.pk))
@@ -104,6 +110,7 @@ def _check_provider() -> dict[str, Any]:
     return info
 
 
+@access.public("a health probe: says whether this process can work, nothing about data")
 def healthz(request: HttpRequest) -> JsonResponse:
     checks = {
         "database": _check_database(),

@@ -192,6 +192,10 @@ class Turn(models.Model):
     # call of the turn, the model's and a ``/`` message's alike, binds within it. None: a
     # person's own turn, limited by the agent profile only.
     tool_scope = models.JSONField(null=True, blank=True)
+    # The schedule whose firing started this turn (platform_app: an app above this one, so an
+    # id): set when the turn is made, so binding knows a call belongs to a schedule's run
+    # from its first call (its pre-approvals, tools_app.services.standing). None: not one.
+    schedule_id = models.BigIntegerField(null=True, blank=True)
     error = models.TextField(blank=True)
     # The agent's plan (generate_plan / adapt_plan): {"goal", "steps": [{"text", "done"}],
     # "changes": [{"changes", "reasoning", "at"}], "version"}; empty when it made none.
@@ -336,6 +340,23 @@ class Agent(models.Model):
         default=0, help_text=_("Model rounds per turn; 0 = AGENT_MAX_ROUNDS (default 10).")
     )
     max_calls_per_turn = models.PositiveIntegerField(default=10, help_text=_("0 = unlimited"))
+
+    class UntrustedSinks(models.TextChoices):
+        APPROVAL = "approval", _("Ask a person")
+        BLOCK = "block", _("Refuse")
+        OFF = "off", _("Off")
+
+    untrusted_sinks = models.CharField(
+        max_length=8,
+        choices=UntrustedSinks.choices,
+        default=UntrustedSinks.APPROVAL,
+        help_text=_(
+            "Once a web page, search result, document or imported tool's result entered a "
+            "turn, calls that send something out (an HTTP request with a body, a message, a "
+            "host-folder write, a container, a shell with network) wait for a person or are "
+            "refused."
+        ),
+    )
     max_calls_per_conversation = models.PositiveIntegerField(
         default=200, help_text=_("0 = unlimited")
     )
@@ -426,6 +447,29 @@ class RunnerBeat(models.Model):
 
     class Meta:
         ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ProcessBeat(models.Model):
+    """A process of a distributed deployment (web, agent runner, worker, beat), as it last
+    reported itself (every few seconds, ``services.process_beats``). Its health command reads
+    its own row; readiness compares this process with the other live ones: fingerprints of
+    their keys (never the keys) and the markers they wrote into the shared directories
+    (``infra.fleet``)."""
+
+    name = models.CharField(max_length=200, unique=True)
+    kind = models.CharField(max_length=20)
+    host = models.CharField(max_length=200)
+    queues = models.CharField(max_length=200, blank=True)  # a worker's: tools, browser
+    started_at = models.DateTimeField(auto_now_add=True)
+    beat_at = models.DateTimeField(db_index=True)
+    secret_key_id = models.CharField(max_length=32)
+    secrets_key_ids = models.CharField(max_length=400)  # comma-separated, the first encrypts
+
+    class Meta:
+        ordering = ["kind", "name"]
 
     def __str__(self) -> str:
         return self.name

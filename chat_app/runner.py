@@ -35,6 +35,7 @@ from kombu.mixins import ConsumerMixin
 from chat_app.services.live import RoundSupervisor
 from chat_app.services.turns import AGENT_ROUND_TASK
 from infra import metrics
+from infra.logs import log_context
 
 logger = logging.getLogger(__name__)
 
@@ -177,7 +178,9 @@ class AgentRunner:
         if self._loop_thread is not None:
             self._loop_thread.join(timeout=10)
         from chat_app.services.runner_beats import runner_gone
+        from infra import liveness
 
+        liveness.remove("runner")
         try:
             runner_gone(name=self.name)
         finally:
@@ -237,7 +240,8 @@ class AgentRunner:
 
         assert self.supervisor is not None
         try:
-            await round_run(turn_id, self.supervisor)
+            with log_context(turn=turn_id):
+                await round_run(turn_id, self.supervisor)
         except Exception:
             logger.exception("agent runner: round of turn %s crashed", turn_id)
         finally:
@@ -288,6 +292,7 @@ class AgentRunner:
         """Report this runner alive every few seconds — but only while its event loop still
         answers: a wedged loop stops beating and its turns are reaped like a dead runner's."""
         from chat_app.services.runner_beats import BEAT_SECONDS, runner_beat
+        from infra import liveness
         from infra.maintenance import close_connections_quietly
 
         while not self._stopping.wait(BEAT_SECONDS):
@@ -301,6 +306,7 @@ class AgentRunner:
             except Exception:
                 logger.warning("agent runner %s: its event loop does not answer", self.name)
                 continue
+            liveness.touch("runner")  # the loop answers (the database may not)
             try:
                 runner_beat(name=self.name, in_flight=self.in_flight, capacity=self.capacity)
             except Exception as exc:
@@ -318,7 +324,8 @@ def run_round_once(turn_id: int) -> None:
 
         supervisor = RoundSupervisor(name=f"celery@{socket.gethostname()}:{os.getpid()}")
         try:
-            await round_run(turn_id, supervisor)
+            with log_context(turn=turn_id):
+                await round_run(turn_id, supervisor)
         finally:
             await supervisor.aclose()
 

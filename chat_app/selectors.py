@@ -10,8 +10,8 @@ from django.template.loader import render_to_string
 from chat_app.agent_kinds import latest_plan_html
 from chat_app.models import Conversation, Message, Turn
 from chat_app.turn_tree import BranchInfo, TurnTree, turn_tree  # noqa: F401  (re-exported)
+from infra import access
 from tools_app.models import ToolCall
-from tools_app.services.audit import AUDIT_CONVERSATIONS_PERMISSION
 
 
 def conversations_for(user: Any) -> QuerySet[Conversation]:
@@ -39,7 +39,7 @@ def conversation_for(user: Any, conversation_id: int) -> Conversation | None:
 def may_read_others_conversations(user: Any) -> bool:
     """Holds the auditor permission (through a group, or as a superuser). Being staff is not
     enough: a conversation is its owner's."""
-    return bool(getattr(user, "is_active", False) and user.has_perm(AUDIT_CONVERSATIONS_PERMISSION))
+    return access.auditor(user)
 
 
 def conversation_for_viewer(user: Any, conversation_id: int) -> Conversation | None:

@@ -3,7 +3,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
@@ -23,6 +22,7 @@ from chat_app.services.providers import (
     model_choices,
     provider_default,
 )
+from infra import access
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ def _owned(request: AuthedHtmxRequest, conversation_id: int) -> Conversation:
     return conversation
 
 
-@login_required
+@access.signed_in
 def index(request: AuthedHtmxRequest) -> HttpResponse:
     latest = selectors.conversations_for(request.user).filter(archived_at__isnull=True).first()
     if latest is None:
@@ -54,14 +54,14 @@ def index(request: AuthedHtmxRequest) -> HttpResponse:
     return redirect("chat:conversation", conversation_id=latest.pk)
 
 
-@login_required
+@access.signed_in
 @require_POST
 def conversation_new(request: AuthedHtmxRequest) -> HttpResponse:
     conversation = Conversation.objects.create(owner=request.user)
     return redirect("chat:conversation", conversation_id=conversation.pk)
 
 
-@login_required
+@access.signed_in
 def conversation_page(request: AuthedHtmxRequest, conversation_id: int) -> HttpResponse:
     conversation = privacy.conversation_read(
         user=request.user, conversation_id=conversation_id, via="page"
@@ -92,7 +92,7 @@ def conversation_page(request: AuthedHtmxRequest, conversation_id: int) -> HttpR
     )
 
 
-@login_required
+@access.signed_in
 @require_POST
 def conversation_agent(request: AuthedHtmxRequest, conversation_id: int) -> HttpResponse:
     """Pick the agent profile a conversation uses (from its next model round on)."""
@@ -108,7 +108,7 @@ def conversation_agent(request: AuthedHtmxRequest, conversation_id: int) -> Http
     )
 
 
-@login_required
+@access.signed_in
 @require_http_methods(["GET", "POST"])
 def conversation_model(request: AuthedHtmxRequest, conversation_id: int) -> HttpResponse:
     """The model switcher: the models on offer (GET; POST refresh=1 asks the providers again),
@@ -147,7 +147,7 @@ def conversation_model(request: AuthedHtmxRequest, conversation_id: int) -> Http
     return render(request, "chat/_model_bar.html", context, status=status)
 
 
-@login_required
+@access.signed_in
 @require_POST
 def conversation_rename(request: AuthedHtmxRequest, conversation_id: int) -> HttpResponse:
     conversation = _owned(request, conversation_id)
@@ -163,7 +163,7 @@ def conversation_rename(request: AuthedHtmxRequest, conversation_id: int) -> Htt
     )
 
 
-@login_required
+@access.signed_in
 @require_POST
 def conversation_delete(request: AuthedHtmxRequest, conversation_id: int) -> HttpResponse:
     conversation = _owned(request, conversation_id)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.utils.translation import gettext as _
@@ -17,6 +16,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from chat_app.models import Conversation
 from chat_app.services import privacy, uploads
+from infra import access
 from infra.safe_files import Missing, Refused
 
 
@@ -38,7 +38,7 @@ def _readable(request: HttpRequest, conversation_id: int, via: str) -> Conversat
     return conversation
 
 
-@login_required
+@access.signed_in
 @require_GET
 def files_panel(request: HttpRequest, conversation_id: int) -> HttpResponse:
     conversation = _readable(request, conversation_id, "files")
@@ -50,7 +50,7 @@ def files_panel(request: HttpRequest, conversation_id: int) -> HttpResponse:
     return render(request, "chat/_files.html", context)
 
 
-@login_required
+@access.signed_in
 @require_GET
 def file_download(request: HttpRequest, conversation_id: int, path: str) -> FileResponse:
     conversation = _readable(request, conversation_id, f"file {path}"[:200])
@@ -72,7 +72,7 @@ def file_download(request: HttpRequest, conversation_id: int, path: str) -> File
     return response
 
 
-@login_required
+@access.signed_in
 @require_POST
 def file_upload(request: HttpRequest, conversation_id: int) -> HttpResponse:
     conversation = Conversation.objects.filter(pk=conversation_id, owner_id=request.user.pk).first()

@@ -8,6 +8,7 @@ separate worker processes, ``DATABASE_URL`` for Postgres).
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import dj_database_url
@@ -37,19 +38,28 @@ _PLACEHOLDER_KEYS = {"change-me-in-production", "change-me", "changeme", "secret
 
 
 def _secret_key() -> str:
-    """SECRET_KEY from the environment, else the one generated into ``var/secret_key``.
+    """SECRET_KEY from the environment, else (embedded mode) the one generated into
+    ``var/secret_key``.
 
     Read here, not later: Django takes SECRET_KEY from this module, and any entry point may use
     it before an app is ready (see ``infra/secret_key.py``); so a first start writes the file
-    while the settings load."""
+    while the settings load. Distributed mode generates none: a key made by one host would be
+    that host's alone (sessions signed on one web process, secrets stored by one worker, would
+    be unreadable on the next), so a process without one refuses to start."""
     key = envstr("SECRET_KEY")
     if key:
         if key.lower() in _PLACEHOLDER_KEYS or key.lower().startswith("django-insecure"):
             raise ImproperlyConfigured(
                 f"SECRET_KEY={key!r} is a placeholder; set a long random value, or leave it "
-                "empty to have one generated into var/secret_key"
+                "empty to have one generated into var/secret_key (embedded mode only)"
             )
         return key
+    if envstr("REDIS_URL"):
+        raise ImproperlyConfigured(
+            "SECRET_KEY is not set. In distributed mode (REDIS_URL is set) every process of the "
+            "deployment (web, agent runner, workers, beat, the migrate job) needs the same "
+            "key: set SECRET_KEY, or SECRET_KEY_FILE, to one long random value for all of them"
+        )
     return secret_key_read_or_create(VAR_DIR / "secret_key")
 
 
@@ -157,6 +167,10 @@ if _database_url:
         # request, a task or a round's database step and given back, so a process never holds
         # more than DB_POOL_MAX_SIZE however many threads or turns it runs.
         DATABASES["default"]["CONN_MAX_AGE"] = 0  # the pool keeps them instead
+        # The pool checks a connection before lending it (Django passes psycopg_pool's
+        # check_connection): after a database restart or failover terminated them all, the
+        # dead ones are thrown away there instead of failing the next request or task.
+        DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
         DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
             "min_size": 1,
             "max_size": DB_POOL_MAX_SIZE,
@@ -234,7 +248,9 @@ else:
     CELERY_BROKER_TRANSPORT_OPTIONS = {}
 
 # Celery's Django fixup closes the database connection around every task unless told to
-# reuse it; a fresh Postgres connection per tool call costs 6-16 ms.
+# reuse it; a fresh Postgres connection per tool call costs 6-16 ms. What is closed around a
+# task instead, as around a request, is a connection that broke or aged out (in a pool: given
+# back), see infra/celery_app.py.
 CELERY_DB_REUSE_MAX = envint("CELERY_DB_REUSE_MAX", 1000, minimum=0)
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_RESULT_BACKEND = None
@@ -331,6 +347,15 @@ SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # htmx reads it via hx-headers rendered in the page, not JS
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
+# Behind a balancer or ingress that ends TLS and always sets X-Forwarded-Proto (the shipped
+# HAProxy does): a request counts as HTTPS when that header says so, so CSRF checks compare
+# https origins and links are https. Only where nothing reaches the web processes but that
+# proxy: a client reaching one directly could claim https. (docs/DEPLOYMENT.md "The load
+# balancer".)
+if envbool("TRUST_X_FORWARDED_PROTO", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Session and CSRF cookies only over HTTPS: set where people reach the app over TLS.
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = envbool("SECURE_COOKIES", False)
 
 # --- email (Django's SMTP backend): invitations and password links, when EMAIL_HOST is set ----
 EMAIL_HOST = envstr("EMAIL_HOST").strip()
@@ -500,6 +525,15 @@ PORT = envint("PORT", 8000, minimum=0)
 TOOL_HEARTBEAT_TIMEOUT = envint("TOOL_HEARTBEAT_TIMEOUT", 30, minimum=3)
 # The same for a streaming turn whose agent runner died, and for a queued round no runner took.
 AGENT_HEARTBEAT_TIMEOUT = envint("AGENT_HEARTBEAT_TIMEOUT", 20, minimum=3)
+# Every process of a distributed deployment reports itself (chat_app ProcessBeat); one silent
+# longer than this is not healthy (``manage.py health``) and no longer counted by the others'
+# readiness checks (same keys, same shared directories).
+PROCESS_HEARTBEAT_TIMEOUT = envint("PROCESS_HEARTBEAT_TIMEOUT", 20, minimum=2)
+# ``manage.py health --live``: a runner, worker or beat whose work loop has not turned for this
+# long (its liveness file, infra/liveness.py) is not alive; the database is not asked.
+LIVENESS_SECONDS = envint("LIVENESS_SECONDS", 60, minimum=5)
+# Where those files are: this host's (container's) own, never a shared directory.
+LIVENESS_DIR = envpath("LIVENESS_DIR", Path(tempfile.gettempdir()) / "controlcenter-alive")
 # How often every process looks for lost work (conditional updates: safe in many at once).
 MAINTENANCE_INTERVAL = envfloat(
     "MAINTENANCE_INTERVAL",
@@ -540,11 +574,19 @@ OTEL_TRACES_ON = not OTEL_SDK_DISABLED and (
     or (OTEL_TRACES_EXPORTER == "" and bool(OTEL_EXPORTER_OTLP_ENDPOINT))
 )
 
+# plain: for a terminal; json: one object per line with host, process kind and the turn, call and
+# conversation ids of the work being done (infra/logs.py), for a log system.
+LOG_FORMAT = envstr("LOG_FORMAT", "plain").lower()
+if LOG_FORMAT not in ("plain", "json"):
+    raise ImproperlyConfigured(f"LOG_FORMAT must be plain or json, not {LOG_FORMAT!r}")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+        "json": {"()": "infra.logs.JsonFormatter"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO").upper()},
     "loggers": {
         "django.channels.server": {"level": "WARNING"},

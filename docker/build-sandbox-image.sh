@@ -155,5 +155,6 @@ case "$WHAT" in
 full) build_full ;;
 mini) build_mini ;;
 all) build_mini && build_full ;;
+mirror) pick_mirror ;; # for docker/build-images.sh
 *) die "usage: $0 [full|mini|all]" ;;
 esac

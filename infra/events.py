@@ -29,6 +29,15 @@ def toolcall_group(call_id: int) -> str:
     return f"toolcall_{call_id}"
 
 
+def person_group(user_id: int) -> str:
+    """Every open socket of one person: told when the account stops being usable."""
+    return f"person_{user_id}"
+
+
+# The event that closes a person's sockets (``infra.websocket``): the account was deactivated.
+PERSON_ENDED = "person.ended"
+
+
 async def apublish(groups: Iterable[str], payload: dict[str, Any]) -> None:
     layer = get_channel_layer()
     if layer is None:

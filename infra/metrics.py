@@ -36,6 +36,8 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
+from infra import access
+
 logger = logging.getLogger(__name__)
 
 _ROUND_BUCKETS = (0.25, 0.5, 1, 2, 3, 5, 8, 13, 20, 30, 60, 120, 300)
@@ -255,6 +257,7 @@ def metrics_serve(*, kind: str, port: int, host: str, networks: list[str], token
 
 
 # --- /metrics of the web process ----------------------------------------------------------
+@access.public("its own check: loopback, an allow-list or a bearer token (metrics_allowed)")
 def metrics_view(request: Any) -> Any:
     """``/metrics``: this process's values and the deployment's state (``metrics_reader``)."""
     from django.conf import settings

@@ -13,6 +13,7 @@ from celery.signals import beat_init, before_task_publish, worker_init, worker_p
 from django.conf import settings
 
 from infra import metrics, tracing
+from infra.logs import log_process_kind_set
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +61,7 @@ def observability_start(kind: str, *, port: int | None = None) -> int | None:
     """Tracing (if configured) and, for a process other than the web's, the metrics port (if
     ``METRICS_PORT`` is set); returns the port served, if any."""
     metrics.process_kind_set(kind)
+    log_process_kind_set(kind)
     tracing.tracing_start(kind)
     port = settings.METRICS_PORT if port is None else port
     if kind == "web" or not port:

@@ -2,15 +2,15 @@
 
 Channels' ``AsyncJsonWebsocketConsumer`` decodes each frame with ``json.loads`` and lets the
 error end the connection: one stray frame (``not json``, binary, a truncated object) and the
-page loses its stream. Here every frame that is not a JSON object, is binary, or is larger
-than ``CHAT_MAX_MESSAGE_BYTES`` is answered with an ``error`` event and the socket stays
-open; a command that fails unexpectedly is logged and answered the same way.
+page loses its stream. Here every frame that is not a JSON object, is binary, is nested
+deeper than ``infra.safe_json.MAX_DEPTH`` or is larger than ``CHAT_MAX_MESSAGE_BYTES`` is
+answered with an ``error`` event and the socket stays open; a command that fails
+unexpectedly is logged and answered the same way.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import logging
 from typing import Any
 
@@ -18,11 +18,18 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
+from infra import access
+from infra.events import PERSON_ENDED, person_group
+from infra.safe_json import JsonTooDeep, json_loads_safe
+
 logger = logging.getLogger(__name__)
 
 # Database work of a consumer runs on the server's thread pool, not on Channels' single
 # "sync thread": hundreds of sockets must not queue behind each other's queries.
 db = functools.partial(database_sync_to_async, thread_sensitive=False)
+
+# The close code of a socket whose session or account ended (4401: sign in again).
+CLOSE_SESSION_ENDED = 4401
 
 
 def size_text(size: int) -> str:
@@ -30,7 +37,44 @@ def size_text(size: int) -> str:
 
 
 class SafeJsonConsumer(AsyncJsonWebsocketConsumer):
+    """Also the principal's check (``infra.access``): the socket joins its person's group, so
+    deactivating the account closes it at once, and every frame is refused — the socket
+    closed with the reason — once the session or the account is no longer good."""
+
+    person: str = ""
+
+    async def websocket_connect(self, message: dict[str, Any]) -> None:
+        user = self.scope.get("user")
+        if access.active(user):
+            self.person = person_group(user.pk)
+            await self.channel_layer.group_add(self.person, self.channel_name)
+        await super().websocket_connect(message)
+
+    async def websocket_disconnect(self, message: dict[str, Any]) -> None:
+        if self.person:
+            await self.channel_layer.group_discard(self.person, self.channel_name)
+        await super().websocket_disconnect(message)
+
+    async def websocket_receive(self, message: dict[str, Any]) -> None:
+        user = self.scope.get("user")
+        session = self.scope.get("session")
+        principal = await db(access.principal_current)(
+            session_key=getattr(session, "session_key", None), user_id=getattr(user, "pk", None)
+        )
+        if principal.user is None:
+            await self.principal_ended(principal.reason)
+            return
+        self.scope["user"] = principal.user  # as the database has it now
+        await super().websocket_receive(message)
+
+    async def principal_ended(self, reason: str) -> None:
+        await self.send_json({"type": "error", "message": reason, "code": "session_ended"})
+        await self.close(code=CLOSE_SESSION_ENDED, reason=reason[:120])
+
     async def dispatch(self, message: dict[str, Any]) -> None:
+        if message.get("type") == "cc.event" and message["payload"].get("type") == PERSON_ENDED:
+            await self.principal_ended(message["payload"].get("reason", ""))
+            return
         # Channels runs close_old_connections on its single sync thread before *every*
         # message, events included: with hundreds of sockets each event queued behind the
         # others there. Our handlers touch the database only through ``db`` (which closes
@@ -58,7 +102,10 @@ class SafeJsonConsumer(AsyncJsonWebsocketConsumer):
             )
             return
         try:
-            content = json.loads(text_data)
+            content = json_loads_safe(text_data)
+        except JsonTooDeep as exc:
+            await self.send_error(f"malformed frame: {exc}")
+            return
         except ValueError as exc:
             await self.send_error(f"malformed frame: not JSON ({exc})")
             return

@@ -86,13 +86,15 @@ class ScheduleForm(forms.ModelForm):
 @admin.register(Schedule)
 class ScheduleAdmin(admin.ModelAdmin):
     """Editing the expression, the time zone or switching a schedule on computes its next
-    run from now."""
+    run from now. Its tool scope (the tools of whatever made or changed it, see
+    ``Schedule.tool_scope``) is shown, never edited here: an admin's edit keeps it."""
 
     form = ScheduleForm
     list_display = ["name", "user", "cron", "enabled", "next_run_at", "last_run_at", "run_count"]
     list_filter = ["enabled", "user"]
     search_fields = ["name", "message", "user__username"]
     readonly_fields = [
+        "tool_scope",
         "next_run_at",
         "last_run_at",
         "last_turn",

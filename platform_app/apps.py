@@ -47,6 +47,16 @@ class PlatformConfig(AppConfig):
         call_gate_set(call_gate)
         config_track(Quota)  # which quotas apply to whom is kept under the token
 
+        # Pre-approved schedules: binding asks which schedule a call runs for (its turn's).
+        from django.db.models.signals import post_delete
+
+        from platform_app.models import Schedule
+        from platform_app.preapprovals import schedule_deleted, schedule_of_call
+        from tools_app.services.standing import schedule_of_call_set
+
+        schedule_of_call_set(schedule_of_call)
+        post_delete.connect(schedule_deleted, sender=Schedule, dispatch_uid="platform.preapprovals")
+
         # Memory without vectors of the configured embedder (hybrid search by default since
         # issue 26) is embedded in the background, by the workers.
         maintenance_step("memory backfill", _memory_backfill_kick, order=50)

@@ -28,6 +28,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 
 from infra.events import GroupListener, toolcall_group
+from infra.safe_json import JsonTooDeep, json_loads_safe
 
 logger = logging.getLogger(__name__)
 
@@ -321,13 +322,53 @@ class McpEndpoint:
         if isinstance(token, Refusal):
             await _refuse(send, token)
             return
+        body = await _checked_body(receive, send)
+        if body is None:
+            return
         app = await self._ensure_started()
         scope = {**scope, "path": "/mcp/", "raw_path": b"/mcp/", "cc_token_id": token.pk}
         reset = _token_id.set(token.pk)
         try:
-            await app(scope, receive, send)
+            await app(scope, _replay(body, receive), send)
         finally:
             _token_id.reset(reset)
+
+
+async def _checked_body(receive: Any, send: Any) -> bytes | None:
+    """The whole body (capped by infra/body_limit.py), or None once a body nested too deep
+    was answered 400 as a JSON-RPC parse error: the same limit as every other way in."""
+    body = bytearray()
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None  # the client went away
+        body += message.get("body", b"")
+        if not message.get("more_body", False):
+            break
+    data = bytes(body)
+    try:
+        json_loads_safe(data)
+    except JsonTooDeep as exc:
+        error = {"code": -32700, "message": f"Parse error: {exc}"}
+        await _json(send, 400, {"jsonrpc": "2.0", "id": None, "error": error})
+        return None
+    except ValueError:
+        pass  # not JSON at all: the SDK answers that in its own words
+    return data
+
+
+def _replay(body: bytes, receive: Any) -> Any:
+    """``receive`` that gives the SDK the body already read, then waits on the client."""
+    sent = False
+
+    async def replayed() -> Any:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replayed
 
 
 async def _refuse(send: Any, refusal: Any) -> None:

@@ -108,8 +108,9 @@ class Schedule(models.Model):
         related_name="+",
         help_text=_("For new conversations: the agent of the conversation it was made in."),
     )
-    # The tool list of the call that added the schedule (see ToolCall.scope): its turns carry
-    # it. None: added by its owner (a slash command, the admin) and limited like their chat.
+    # The tool list of whoever added the schedule — the call (see ToolCall.scope), the API
+    # token — narrowed by each token that changed it since: its turns carry it. None: added
+    # by its owner (a slash command, the page, the admin) and limited like their chat.
     tool_scope = models.JSONField(null=True, blank=True, editable=False)
     enabled = models.BooleanField(default=True)
     next_run_at = models.DateTimeField(null=True, blank=True)
@@ -321,6 +322,14 @@ class WebhookEndpoint(models.Model):
         APPROVAL_DECIDED = "approval.decided", _("an approval was decided (or expired)")
         TOOLCALL_FAILED = "toolcall.failed", _("a tool call failed")
         SCHEDULE_FIRED = "schedule.fired", _("a schedule fired")
+        DEFINITION_CHANGED = (
+            "tool.definition_changed",
+            _("an imported tool's definition changed on its server"),
+        )
+        DEFINITION_REVIEWED = (
+            "tool.definition_reviewed",
+            _("a changed tool definition was accepted or rejected"),
+        )
 
     name = models.CharField(max_length=100)
     url = models.URLField(max_length=500)

@@ -30,6 +30,7 @@ from django.utils.translation import gettext
 
 from platform_app.models import Schedule, UserPreferences
 from tools_app.errors import PolicyDenied, ToolError
+from tools_app.runtime import scope_narrow
 
 logger = logging.getLogger(__name__)
 
@@ -201,7 +202,9 @@ def schedule_add(
     now: datetime | None = None,
 ) -> Schedule:
     """Validate, then store. Raises ToolError / PolicyDenied with words for the model.
-    ``tool_scope``: the tool list of the call that adds it; each firing's turn binds within it."""
+    ``tool_scope``: the tool list of whoever adds it — the call of ``schedule_add``, the API
+    token of ``POST /api/schedules`` — each firing's turn binds within it. None: its owner
+    (the My schedules page, the admin), limited like their chat."""
     try:
         cron = cron_check(spec.cron, tz=spec.timezone, min_interval_minutes=min_interval_minutes)
         next_run = cron_next(cron, tz=spec.timezone, after=now or timezone.now())
@@ -246,6 +249,13 @@ def schedule_remove(*, user_id: int, name: str) -> dict[str, Any]:
     described = schedule_describe(schedule)
     schedule.delete()
     return described
+
+
+def schedule_scope_narrow(stored: list[str] | None, scope: list[str] | None) -> list[str] | None:
+    """A schedule's tool scope after someone limited to ``scope`` changed it: the tools in
+    both (None stands for "not narrowed"). Whoever edits a schedule may narrow it, never
+    widen it: its message then runs within what every hand that shaped it could use."""
+    return scope_narrow(scope, stored)
 
 
 def schedule_reschedule(schedule: Schedule, *, now: datetime | None = None) -> None:
@@ -354,6 +364,7 @@ def schedule_fire(schedule: Schedule) -> None:
                 origin=Message.Origin.SCHEDULE,
                 source=Turn.Source.SCHEDULE,
                 scope=schedule.tool_scope,
+                schedule_id=schedule.pk,
             )
     except TurnError as exc:
         reason = f"skipped: {exc}"

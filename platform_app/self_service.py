@@ -12,13 +12,16 @@ from datetime import datetime
 from itertools import islice
 from typing import Any
 
+from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from platform_app import reports, schedules
+from platform_app import preapprovals, reports, schedules
 from platform_app.memory import fulltext
 from platform_app.models import CoreMemoryEntry, MemoryChunk, Schedule
 from tools_app.errors import PolicyDenied, ToolError
+from tools_app.services.approval import ApprovalError
+from tools_app.services.preapproval import preapproval_check
 
 PAGE = 50
 PREVIEW_RUNS = 5
@@ -126,8 +129,47 @@ def my_schedule(*, user_id: int, schedule_id: int) -> Schedule | None:
     return Schedule.objects.filter(pk=schedule_id, user_id=user_id).first()
 
 
-def my_schedule_create(*, user_id: int, form: ScheduleForm) -> Schedule:
+def _preapprovals_checked(*, approver: Any, owner_id: int, data: Any) -> list[Any]:
+    """The pre-approvals posted with a schedule, checked before anything is stored."""
+    if data is None or approver is None:
+        return []
+    try:
+        items = preapprovals.preapprovals_parse(data)
+        return [preapproval_check(approver=approver, owner_id=owner_id, item=i) for i in items]
+    except ApprovalError as exc:
+        raise ScheduleInvalid(exc.message) from exc
+
+
+def _preapprove(schedule: Schedule, *, approver: Any, data: Any) -> None:
+    try:
+        preapprovals.schedule_preapprove_for(schedule=schedule, approver=approver, data=data)
+    except ApprovalError as exc:  # changed since the check: nothing of this edit is kept
+        raise ScheduleInvalid(exc.message) from exc
+
+
+def my_schedule_create(
+    *,
+    user_id: int,
+    form: ScheduleForm,
+    tool_scope: list[str] | None = None,
+    preapprove: Any = None,
+    approver: Any = None,
+) -> Schedule:
+    """``tool_scope``: the tool list of whoever creates it (an API token's,
+    ``api_token_turn_scope``); each firing binds within it. None: its owner on the page, whose
+    schedule is limited like their chat. ``preapprove``: calls its runs may make without
+    waiting, as posted (``preapprovals_parse``), granted by ``approver`` — all, or no
+    schedule at all."""
     _validate(form)
+    _preapprovals_checked(approver=approver, owner_id=user_id, data=preapprove)
+    with transaction.atomic():
+        schedule = _create(user_id=user_id, form=form, tool_scope=tool_scope)
+        if preapprove:
+            _preapprove(schedule, approver=approver, data=preapprove)
+    return schedule
+
+
+def _create(*, user_id: int, form: ScheduleForm, tool_scope: list[str] | None) -> Schedule:
     settings = _settings()
     try:
         schedule = schedules.schedule_add(
@@ -136,6 +178,7 @@ def my_schedule_create(*, user_id: int, form: ScheduleForm) -> Schedule:
                 name=form.name, cron=form.cron, message=form.message, timezone=form.timezone
             ),
             agent_id=None,
+            tool_scope=tool_scope,
             max_per_user=settings.max_per_user,
             min_interval_minutes=settings.min_interval_minutes,
         )
@@ -147,8 +190,28 @@ def my_schedule_create(*, user_id: int, form: ScheduleForm) -> Schedule:
     return schedule
 
 
-def my_schedule_update(*, schedule: Schedule, form: ScheduleForm) -> Schedule:
+def my_schedule_update(
+    *,
+    schedule: Schedule,
+    form: ScheduleForm,
+    tool_scope: list[str] | None = None,
+    preapprove: Any = None,
+    approver: Any = None,
+) -> Schedule:
+    """Apply the form. ``tool_scope``: the tool list of whoever edits (an API token's) —
+    the stored scope is narrowed to it, never widened (``schedule_scope_narrow``).
+
+    None — the owner on the My schedules page — keeps the stored scope as it is. A schedule
+    a limited token or a model's ``schedule_add`` made stays within that limit when its owner
+    renames it, re-times it or rewrites its message in the browser: an edit is not taken as
+    consent to run the schedule with everything the owner may use (the page does not even
+    show the limit). To give a schedule the owner's full chat, they delete it and make it
+    again on the page.
+
+    ``preapprove``: as for ``my_schedule_create``, granted for the schedule as edited (an edit
+    of its message voids the pre-approvals made before: their hash no longer matches)."""
     _validate(form)
+    _preapprovals_checked(approver=approver, owner_id=schedule.user_id, data=preapprove)
     if (
         Schedule.objects.filter(user_id=schedule.user_id, name=form.name)
         .exclude(pk=schedule.pk)
@@ -160,7 +223,20 @@ def my_schedule_update(*, schedule: Schedule, form: ScheduleForm) -> Schedule:
     schedule.timezone, schedule.enabled = form.timezone, form.enabled
     schedules.schedule_reschedule(schedule)
     schedule.last_error = ""
-    schedule.save()
+    with transaction.atomic():
+        # The scope as stored now, not as read with the form: an edit saved meanwhile may
+        # have narrowed it, and saving the older copy would widen it again.
+        stored = list(
+            Schedule.objects.select_for_update()
+            .filter(pk=schedule.pk)
+            .values_list("tool_scope", flat=True)
+        )
+        if not stored:  # deleted meanwhile: not made again by saving this copy
+            raise ScheduleInvalid("this schedule was deleted")
+        schedule.tool_scope = schedules.schedule_scope_narrow(stored[0], tool_scope)
+        schedule.save()
+        if preapprove:
+            _preapprove(schedule, approver=approver, data=preapprove)
     return schedule
 
 

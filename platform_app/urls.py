@@ -10,7 +10,14 @@ app_name = "platform"
 
 urlpatterns = [
     path("approvals/", approvals.approvals_page, name="approvals"),
+    path("approvals/standing/", approvals.standing_page, name="approvals-standing"),
+    path(
+        "approvals/standing/<int:grant_id>/revoke/",
+        approvals.standing_revoke_view,
+        name="approvals-standing-revoke",
+    ),
     path("approvals/<int:call_id>/decide/", approvals.approval_decide, name="approval-decide"),
+    path("approvals/<int:call_id>/preview/", approvals.approval_preview, name="approval-preview"),
     path("tokens/", views.tokens, name="tokens"),
     path("tokens/<int:token_id>/revoke/", views.token_revoke, name="token-revoke"),
     path("tokens/<int:token_id>/edit/", views.token_edit, name="token-edit"),
@@ -32,6 +39,11 @@ urlpatterns = [
     path("schedules/preview/", views.my_cron_preview, name="cron-preview"),
     path("schedules/<int:schedule_id>/", views.my_schedule_edit, name="schedule-edit"),
     path("schedules/<int:schedule_id>/pause/", views.my_schedule_pause, name="schedule-pause"),
+    path(
+        "schedules/<int:schedule_id>/preapprove/",
+        views.schedule_preapprove,
+        name="schedule-preapprove",
+    ),
     path("schedules/<int:schedule_id>/delete/", views.schedule_delete, name="schedule_delete"),
     path("memory/", views.my_memory, name="memory"),
     path("memory/<int:chunk_id>/", views.my_memory_chunk, name="memory-entry"),

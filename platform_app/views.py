@@ -9,7 +9,6 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
@@ -18,7 +17,9 @@ from django.views.decorators.http import require_http_methods, require_POST
 from chat_app.models import Agent, Conversation
 from chat_app.services import privacy
 from chat_app.services.agents import agent_granted, agents_for
-from platform_app import reports, self_service
+from infra import access
+from infra.safe_json import json_loads_safe
+from platform_app import preapprovals, reports, self_service
 from platform_app.api_tokens import (
     SCOPES,
     TokenError,
@@ -62,7 +63,7 @@ def _tokens_context(request: HttpRequest, created: str | None) -> dict[str, Any]
     }
 
 
-@login_required
+@access.signed_in
 @require_http_methods(["GET", "POST"])
 def tokens(request: HttpRequest) -> HttpResponse:
     created = None
@@ -103,7 +104,7 @@ def tokens(request: HttpRequest) -> HttpResponse:
     return response
 
 
-@login_required
+@access.signed_in
 @require_POST
 def token_edit(request: HttpRequest, token_id: int) -> HttpResponse:
     try:
@@ -121,7 +122,7 @@ def token_edit(request: HttpRequest, token_id: int) -> HttpResponse:
     return redirect("platform:tokens")
 
 
-@login_required
+@access.signed_in
 @require_POST
 def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
     try:
@@ -133,7 +134,7 @@ def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
     return redirect("platform:tokens")
 
 
-@login_required
+@access.signed_in
 @require_POST
 def token_decide(request: HttpRequest, call_id: int) -> HttpResponse:
     approve = request.POST.get("decision") == "approve"
@@ -161,7 +162,7 @@ def chat_page_panels(request: HttpRequest, conversation: Conversation) -> dict[s
     }
 
 
-@login_required
+@access.signed_in
 def schedule_list(request: HttpRequest) -> HttpResponse:
     """The sidebar's schedules (the page refreshes them after a schedule_* call); opened
     directly, the My schedules page."""
@@ -171,7 +172,7 @@ def schedule_list(request: HttpRequest) -> HttpResponse:
     return render(request, "chat/page.html#schedule-list", {"schedules": schedules})
 
 
-@login_required
+@access.signed_in
 @require_POST
 def schedule_delete(request: HttpRequest, schedule_id: int) -> HttpResponse:
     deleted, _count = Schedule.objects.filter(pk=schedule_id, user_id=_me(request)).delete()
@@ -192,7 +193,7 @@ def _me(request: HttpRequest) -> int:
     return int(request.user.pk or 0)  # login_required: always a real user here
 
 
-@login_required
+@access.signed_in
 def my_memory(request: HttpRequest) -> HttpResponse:
     query = request.GET.get("q", "")[:200]
     context = {
@@ -203,7 +204,7 @@ def my_memory(request: HttpRequest) -> HttpResponse:
     return render(request, "platform/my_memory.html", context)
 
 
-@login_required
+@access.signed_in
 def my_memory_chunk(request: HttpRequest, chunk_id: int) -> HttpResponse:
     chunk = self_service.my_memory_chunk(user_id=_me(request), chunk_id=chunk_id)
     if chunk is None:
@@ -211,7 +212,7 @@ def my_memory_chunk(request: HttpRequest, chunk_id: int) -> HttpResponse:
     return render(request, "platform/my_memory_entry.html", {"chunk": chunk})
 
 
-@login_required
+@access.signed_in
 @require_POST
 def my_memory_delete(request: HttpRequest, chunk_id: int) -> HttpResponse:
     if not self_service.my_memory_delete(user_id=_me(request), chunk_id=chunk_id):
@@ -220,7 +221,7 @@ def my_memory_delete(request: HttpRequest, chunk_id: int) -> HttpResponse:
     return redirect("platform:memory")
 
 
-@login_required
+@access.signed_in
 @require_POST
 def my_core_delete(request: HttpRequest, entry_id: int) -> HttpResponse:
     if not self_service.my_core_delete(user_id=_me(request), entry_id=entry_id):
@@ -236,7 +237,7 @@ def _schedule_rows(user_id: int) -> list[dict[str, Any]]:
     return rows
 
 
-@login_required
+@access.signed_in
 @require_http_methods(["GET", "POST"])
 def my_schedules(request: HttpRequest) -> HttpResponse:
     zone = self_service.default_zone()
@@ -260,7 +261,7 @@ def my_schedules(request: HttpRequest) -> HttpResponse:
     return render(request, "platform/my_schedules.html", context, status=400 if error else 200)
 
 
-@login_required
+@access.signed_in
 @require_http_methods(["GET", "POST"])
 def my_schedule_edit(request: HttpRequest, schedule_id: int) -> HttpResponse:
     schedule = self_service.my_schedule(user_id=_me(request), schedule_id=schedule_id)
@@ -289,11 +290,48 @@ def my_schedule_edit(request: HttpRequest, schedule_id: int) -> HttpResponse:
         "form": form,
         "error": error,
         "preview": _preview(form.cron, form.timezone),
+        "preapprovals": preapprovals.schedule_preapprovals_shown(schedule),
     }
     return render(request, "platform/my_schedule_edit.html", context, status=400 if error else 200)
 
 
-@login_required
+@access.signed_in
+@require_POST
+def schedule_preapprove(request: HttpRequest, schedule_id: int) -> HttpResponse:
+    """Pre-approve one function for a schedule's runs (its owner, for calls they decide
+    themselves; an approver, for another person's): the form's function, arguments (JSON)
+    and per-argument match (JSON)."""
+    schedule = preapprovals.schedule_for_approver(user=request.user, schedule_id=schedule_id)
+    if schedule is None:
+        raise Http404("schedule not found")
+    try:
+        item = {
+            "tool": request.POST.get("tool", "").strip(),
+            "arguments": json_loads_safe(request.POST.get("arguments") or "{}"),
+            "match": json_loads_safe(request.POST.get("match") or "{}"),
+            "until": request.POST.get("until") or None,
+        }
+    except ValueError:
+        messages.error(request, _("Arguments and match must be JSON objects."))
+    else:
+        try:
+            grants = preapprovals.schedule_preapprove_for(
+                schedule=schedule, approver=request.user, data=[item]
+            )
+        except ApprovalError as exc:
+            messages.error(request, exc.message)
+        else:
+            messages.success(
+                request,
+                _("Pre-approved %(tool)s for schedule “%(name)s” (standing approval #%(id)s).")
+                % {"tool": grants[0].tool, "name": schedule.name, "id": grants[0].pk},
+            )
+    if schedule.user_id == request.user.pk:
+        return redirect("platform:schedule-edit", schedule_id=schedule.pk)
+    return redirect("platform:approvals-standing")
+
+
+@access.signed_in
 @require_POST
 def my_schedule_pause(request: HttpRequest, schedule_id: int) -> HttpResponse:
     schedule = self_service.my_schedule(user_id=_me(request), schedule_id=schedule_id)
@@ -317,7 +355,7 @@ def _preview(cron: str, tz: str) -> dict[str, Any]:
     return {"error": "", "times": times, "explained": cron_explain(cron), "zone": tz}
 
 
-@login_required
+@access.signed_in
 def my_cron_preview(request: HttpRequest) -> HttpResponse:
     """The next five firing times of the expression being typed (the form asks as it
     changes)."""
@@ -326,7 +364,7 @@ def my_cron_preview(request: HttpRequest) -> HttpResponse:
     return render(request, "platform/_cron_preview.html", {"preview": _preview(cron, tz)})
 
 
-@login_required
+@access.signed_in
 def my_reports(request: HttpRequest) -> HttpResponse:
     return render(
         request,
@@ -345,7 +383,7 @@ def _viewed(request: HttpRequest, conversation_id: int, *, via: str) -> Conversa
     return conversation
 
 
-@login_required
+@access.signed_in
 def reports_list(request: HttpRequest, conversation_id: int) -> HttpResponse:
     """The conversation's reports (create_report), newest first: the sidebar's list."""
     conversation = _viewed(request, conversation_id, via="reports")
@@ -356,7 +394,7 @@ def reports_list(request: HttpRequest, conversation_id: int) -> HttpResponse:
     )
 
 
-@login_required
+@access.signed_in
 def report_download(request: HttpRequest, conversation_id: int, name: str) -> HttpResponse:
     data = reports.conversation_report(
         _viewed(request, conversation_id, via=f"report {name}"), name

@@ -28,8 +28,26 @@ from django.db import DatabaseError, connection
 from tests.helpers import require, wait_for
 from tests.llm_server import ScriptedLLM
 
+# The multi-host suite needs the images of `make images` and runs alone: `make test-fleet`.
+collect_ignore = [] if os.environ.get("CC_FLEET") == "1" else ["fleet"]
+
 ROOT = Path(__file__).resolve().parent.parent
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync API + ORM
+
+# This process's own PostgreSQL sessions, by name: a test that plays a database failover
+# terminates every session but these (``TERMINATE_OTHER_CLIENTS``). The threads of this process (the
+# websocket tests' executors, live servers) keep connections no fixture can reach; one killed
+# under them fails the tests that come after, not the processes the failover is about.
+TEST_SESSION_DB_NAME = "cc-test-session"
+if settings.DATABASES["default"]["ENGINE"].endswith("postgresql"):
+    settings.DATABASES["default"].setdefault("OPTIONS", {})["application_name"] = (
+        TEST_SESSION_DB_NAME
+    )
+# Every session of a database but the test session's own: the database's name is the parameter.
+TERMINATE_OTHER_CLIENTS = (
+    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = %s "
+    "AND pid <> pg_backend_pid() AND application_name <> 'cc-test-session'"
+)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -202,6 +220,11 @@ def child_env(**extra: str) -> dict[str, str]:
     # The app's processes use the database pool as in production (the pytest process does
     # not: see the Makefile).
     env.update(DATABASE_URL=test_database_url(), PYTHONUNBUFFERED="1", DB_POOL="true")
+    # This session's key, given explicitly: distributed mode generates none (every process
+    # of a deployment must be given the same; tests/fleet_key.py sets the session's).
+    env.setdefault("SECRET_KEY", settings.SECRET_KEY)
+    # Liveness files per test pass, as per container (the two passes run side by side).
+    env.setdefault("LIVENESS_DIR", str(Path(settings.VAR_DIR) / "alive"))
     env.update(extra)
     env.pop("CC_TEST_DB_NAME", None)
     return env

@@ -54,3 +54,73 @@ def tool_json(text: str) -> Any:
     import json
 
     return json.loads(data_of(text))
+
+
+def signed_in(comm: Any, user: Any) -> Any:
+    """Give a websocket communicator the scope a signed-in browser has: the user and a real
+    session (``AuthMiddlewareStack`` puts both there). Every frame is checked against the
+    session again (``infra.access.principal_current``), so a scope without one is refused."""
+    from django.conf import settings
+    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+    from django.utils.module_loading import import_string
+
+    comm.scope["user"] = user
+    if getattr(user, "is_authenticated", False):
+        session = import_string(f"{settings.SESSION_ENGINE}.SessionStore")()
+        session[SESSION_KEY] = str(user.pk)
+        session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+        session[HASH_SESSION_KEY] = user.get_session_auth_hash()
+        session.save()
+        comm.scope["session"] = session
+    return comm
+
+
+def settings_in(var_dir: Any, show: str = "settings.SECRET_KEY", **env: str) -> Any:
+    """Load the settings in a fresh process (no key, no Redis, no database from this one's
+    environment; ``env`` added) and print ``show`` (its SECRET_KEY): how a process starts
+    with them."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    dropped = ("SECRET_KEY", "SECRET_KEY_FILE", "REDIS_URL", "DATABASE_URL")
+    environment = {k: v for k, v in os.environ.items() if k not in dropped}
+    environment.update(CC_VAR_DIR=str(var_dir), **env)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"import django; django.setup(); from django.conf import settings; print({show})",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parent.parent,
+        env=environment,
+        check=False,
+    )
+
+
+# The guard and filter settings every tool group has (GroupSettings), as a settings form posts
+# their defaults: tests that post a group's form whole add them.
+GUARD_FORM_DEFAULTS = {
+    "guard_secrets_arguments": "approval",
+    "guard_secrets_result": "redact",
+    "guard_pii_arguments": "allow",
+    "guard_pii_result": "allow",
+    "filter_url": "",
+    "filter_secret": "",
+    "filter_timeout_seconds": "5",
+    "filter_on_failure": "closed",
+    "filter_private_hosts": "",
+}
+GUARD_FORM_KINDS = {
+    "guard_secrets_arguments": "choice",
+    "guard_secrets_result": "choice",
+    "guard_pii_arguments": "choice",
+    "guard_pii_result": "choice",
+    "filter_url": "text",
+    "filter_secret": "secret",
+    "filter_timeout_seconds": "integer",
+    "filter_on_failure": "choice",
+    "filter_private_hosts": "lines",
+}

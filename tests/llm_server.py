@@ -148,6 +148,7 @@ class ScriptedLLM:
         keep_alive: bool = False,
         extra_models: tuple[str, ...] = (),
         report_usage: bool = True,
+        host: str = "127.0.0.1",
     ) -> None:
         """``reject_tools``: answer 400 "... does not support tools" to any request carrying
         ``tools`` (as Ollama does for models without tool support). ``api_key``: when set,
@@ -156,7 +157,9 @@ class ScriptedLLM:
         the client's next request, as real providers do (benchmarks); otherwise every response
         closes its connection. ``report_usage=False``: a server that reports no token counts
         (no usage chunk for OpenAI even when asked; no ``usage`` in Anthropic's events), as
-        some compatible servers do."""
+        some compatible servers do. ``host``: the address it listens on (the fleet suite's
+        containers reach it on their network's gateway)."""
+        self.host = host
         self.reject_tools = reject_tools
         self.keep_alive = keep_alive
         self.report_usage = report_usage
@@ -180,7 +183,7 @@ class ScriptedLLM:
     def start(self) -> ScriptedLLM:
         if self._server is None:
             self._stopping.clear()
-            self._server = _Server(("127.0.0.1", 0), _Handler)
+            self._server = _Server((self.host, 0), _Handler)
             self._server.llm = self
             self._thread = threading.Thread(
                 target=self._server.serve_forever,
@@ -221,11 +224,11 @@ class ScriptedLLM:
 
     @property
     def openai_base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"http://{self.host}:{self.port}/v1"
 
     @property
     def anthropic_base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
     # --- scripting -----------------------------------------------------------------------
 
@@ -246,8 +249,8 @@ class ScriptedLLM:
 
     # --- used by the handler -------------------------------------------------------------
 
-    def _record(self, body: dict[str, Any], path: str) -> dict[str, Any]:
-        entry = {**body, "_path": path}
+    def _record(self, body: dict[str, Any], path: str, client: str = "") -> dict[str, Any]:
+        entry = {**body, "_path": path, "_client": client}
         with self._lock:
             self.requests.append(entry)
         return entry
@@ -394,7 +397,9 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError as exc:
             self._send_json(400, _openai_error(f"request body is not JSON: {exc}"))
             return
-        body = llm._record(body if isinstance(body, dict) else {"_body": body}, path)
+        body = llm._record(
+            body if isinstance(body, dict) else {"_body": body}, path, self.client_address[0]
+        )
         if path == "/v1/embeddings":
             self._send_json(*(self._auth_refusal("openai") or _embeddings(body, llm)))
             return

@@ -80,10 +80,18 @@ class RedisServer:
 
 
 class Stack:
-    def __init__(self, *, per_process: dict[str, dict[str, str]] | None = None, **env: str) -> None:
+    def __init__(
+        self,
+        *,
+        per_process: dict[str, dict[str, str]] | None = None,
+        worker_pool: str = "prefork",
+        **env: str,
+    ) -> None:
         """``env``: for every process; ``per_process``: more for one of them ("web", "runner",
-        "worker"), e.g. each its own METRICS_PORT."""
+        "worker"), e.g. each its own METRICS_PORT. ``worker_pool``: the tools worker's Celery
+        pool (Celery's default, or "threads" as docker-compose.yml runs it)."""
         self.per_process = per_process or {}
+        self.worker_pool = worker_pool
         self.redis = RedisServer()
         self.env = {
             "AGENT_HEARTBEAT_TIMEOUT": HEARTBEAT_TIMEOUT,
@@ -150,7 +158,8 @@ class Stack:
         self.worker_name = f"stack-{uuid.uuid4().hex[:6]}"
         self.worker = self._spawn(
             [sys.executable, "-m", "celery", "-A", "controlcenter", "worker"]
-            + ["-Q", "tools,browser", "-c", "2", "-n", f"{self.worker_name}@%h"]
+            + ["-Q", "tools,browser", "-P", self.worker_pool, "-c", "2"]
+            + ["-n", f"{self.worker_name}@%h"]
             + ["-l", "WARNING", "--without-mingle", "--without-gossip"],
             "stack-worker.log",
             "worker",

@@ -16,15 +16,23 @@ class ToolsAppConfig(AppConfig):
         from django.contrib.auth.models import Group
         from django.db.models.signals import m2m_changed
 
+        from infra import access
         from infra.maintenance import maintenance_step
         from infra.metrics import metrics_reader
         from tools_app import checks, executors
         from tools_app.executors.browser import browser_maintenance
         from tools_app.models import ToolFunctionConfig, ToolGroupConfig, ToolSource, config_track
+        from tools_app.services.audit import audit_conversation_read
+        from tools_app.services.binding import standing_check_set
         from tools_app.services.grants import grants_track
+        from tools_app.services.standing import standing_at_binding
 
         executors.load_all()
+        # An auditor's read of someone else's conversation is recorded (infra.access).
+        access.conversation_read_recorder_set(audit_conversation_read)
         checks.register_all()
+        # A matching standing approval lets a call that would wait run (binding's last step).
+        standing_check_set(standing_at_binding)
         # Processes cache tool configuration keyed by ToolConfigVersion (tools_app.selectors),
         # the imported tools of MCP servers and OpenAPI documents included (tools_app.imported).
         config_track(ToolGroupConfig, ToolFunctionConfig, ToolSource)
@@ -34,6 +42,14 @@ class ToolsAppConfig(AppConfig):
         approvers = ToolFunctionConfig.approver_groups.through
         config_track(approvers, Group)
         m2m_changed.connect(_approvers_changed, sender=approvers, dispatch_uid="cc-approvers")
+        # A deactivated account's connections to per-person sources are revoked and deleted,
+        # whatever deactivated it (the People page, the admin, a command).
+        from django.contrib.auth import get_user_model
+        from django.db.models.signals import post_save
+
+        post_save.connect(
+            _person_saved, sender=get_user_model(), dispatch_uid="tools_app.connections_end"
+        )
         # Lost tool calls first: their turns (chat_app's step) may then move on.
         maintenance_step("tool calls", _reap_tool_calls, order=10)
         maintenance_step("expired approvals", _expire_approvals, order=15)
@@ -41,6 +57,35 @@ class ToolsAppConfig(AppConfig):
         maintenance_step("browser", browser_maintenance, order=40)
         # /metrics of the web process: calls waiting for a person's decision.
         metrics_reader("approvals pending", _approvals_pending, scope="deployment")
+
+
+def _person_saved(sender: Any, instance: Any, **kwargs: Any) -> None:
+    if instance.is_active:
+        return
+    from django.db import transaction
+
+    from tools_app.connections.models import SourceConnection
+
+    # Unusable at once (in the deactivation's transaction); revoked at the authorization
+    # server and deleted by a worker right after it commits.
+    ended = SourceConnection.objects.filter(user_id=instance.pk).exclude(
+        state=SourceConnection.State.BROKEN
+    )
+    if (
+        ended.update(state=SourceConnection.State.BROKEN)
+        or SourceConnection.objects.filter(user_id=instance.pk).exists()
+    ):
+        transaction.on_commit(lambda: _connections_end(instance.pk))
+
+
+def _connections_end(user_id: int) -> None:
+    from tools_app.tasks import end_connections
+
+    try:
+        end_connections.apply_async((user_id,), queue="tools")
+    except Exception:  # the broker is down: do it here rather than leave them
+        logger.warning("ending the connections of user %s here: the broker is down", user_id)
+        end_connections(user_id)
 
 
 def _approvals_pending() -> list[Any]:

@@ -11,6 +11,11 @@ configuration's token (``tools_app.selectors``): a write to a source moves the t
 any other configuration write, and the first read of the configuration that finds a new token
 compares the ``(id, revision)`` pairs of all sources with what this process registered. A
 source whose revision changed is registered again; a source that is gone is unregistered.
+
+Only pinned definitions are registered (``tools_app.services.pins``): a function its server
+added or dropped since an admin accepted it is not registered but *held* (binding refuses it
+by name, ``held_reason``); a changed one is registered as accepted, with ``review_hold`` set
+unless its source keeps serving the pinned version.
 """
 
 from __future__ import annotations
@@ -53,6 +58,9 @@ class ImportedTool(BaseTool, abstract=True):
     # The ToolSource row as registered (this revision): activities read its connection from
     # here instead of querying it on every call.
     source_row: ClassVar[Any] = None
+    # Why binding refuses this function for now ("" when it may run): its server changed its
+    # definition and an admin has not reviewed it (tools_app.services.pins).
+    review_hold: ClassVar[str] = ""
     _compiled: ClassVar[Any] = None
 
     @model_validator(mode="before")
@@ -196,7 +204,52 @@ def register_kind(kind: str, *, base: type[ImportedTool], group: Factory, activi
     KINDS[kind] = (base, group, activity)
 
 
-def _make_tool(source: Any, group: ToolGroup, spec: dict[str, Any]) -> type[ImportedTool]:
+# --- functions held for review -------------------------------------------------------------
+# Tool name → why binding refuses it: functions a server added or dropped that an admin has
+# not reviewed. They are not registered (offered nowhere); binding asks here before it says
+# "unknown tool". Kept per group, replaced whenever the group is registered again.
+_held: dict[str, dict[str, str]] = {}
+
+
+def held_reason(name: str) -> str | None:
+    for names in list(_held.values()):
+        if name in names:
+            return names[name]
+    return None
+
+
+def hold_new(name: str) -> str:
+    return f"{name} is waiting for an admin's review of its new definition"
+
+
+def hold_changed(name: str) -> str:
+    return (
+        f"{name} changed on its server and is waiting for an admin's review of its new definition"
+    )
+
+
+def hold_gone(name: str, source: str) -> str:
+    return f"{name} is no longer offered by the server ({source}); an admin will review it"
+
+
+def _holds(source: Any) -> tuple[dict[str, str], set[str]]:
+    """(held names → reason, names of changed functions that are refused)."""
+    held: dict[str, str] = {}
+    refused: set[str] = set()
+    for entry in getattr(source, "review", None) or []:
+        name, status = entry.get("name") or entry.get("remote") or "", entry.get("status")
+        if status == "new":
+            held[name] = hold_new(name)
+        elif status == "gone":
+            held[name] = hold_gone(name, str(source))
+        elif status == "changed" and not getattr(source, "serve_pinned", False):
+            refused.add(name)
+    return held, refused
+
+
+def _make_tool(
+    source: Any, group: ToolGroup, spec: dict[str, Any], *, hold: str = ""
+) -> type[ImportedTool]:
     base, _, activity_name = KINDS[source.kind]
     schema = normalise_json_schema(spec.get("input_schema") or {})
     attrs = {
@@ -208,6 +261,7 @@ def _make_tool(source: Any, group: ToolGroup, spec: dict[str, Any]) -> type[Impo
         "source_kind": source.kind,
         "spec": spec,
         "source_row": source,
+        "review_hold": hold,
     }
     kwds = {"name": spec["name"], "group": group.name, "activity": activity_name}
     cls = types.new_class(
@@ -224,18 +278,24 @@ def register_source(source: Any) -> ToolGroup | None:
     unregister_source(source.group_name)
     group = KINDS[source.kind][1](source)
     register_group(group)
+    held, refused = _holds(source)
+    _held[source.group_name] = held
     for spec in source.functions or []:
+        if spec.get("name") in held:  # gone from the server: offered nowhere
+            continue
         if spec.get("name") in TOOLS:  # a static tool took the name since: never shadow it
             logger.warning("imported function %s clashes with an existing tool", spec["name"])
             continue
         try:
-            _make_tool(source, group, spec)
+            hold = hold_changed(spec["name"]) if spec.get("name") in refused else ""
+            _make_tool(source, group, spec, hold=hold)
         except Exception:
             logger.exception("cannot register imported function %s", spec.get("name"))
     return group
 
 
 def unregister_source(group_name: str) -> None:
+    _held.pop(group_name, None)
     group = GROUPS.get(group_name)
     if group is None:
         return

@@ -4,7 +4,8 @@ import uuid
 from typing import Any
 
 from django.conf import settings as django_settings
-from django.db import models
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models, transaction
 from django.utils import translation
 from django.utils.translation import gettext_lazy as _
 
@@ -56,16 +57,21 @@ class ConfigQuerySet(models.QuerySet[Any]):
     """Bulk writes bypass ``save()`` and so the signals ``tools_app.apps`` connects (saves and
     deletes, including ``QuerySet.delete()``); these mark tool configuration changed too."""
 
+    # The write and the token's move commit together: a reader who sees the new rows (an MCP
+    # server's new tool) also sees the new token, so no process can cache the new rows under
+    # the old token, or bind against the old configuration after seeing the new.
     def update(self, **kwargs: Any) -> int:
-        rows = super().update(**kwargs)
-        if rows:
-            ToolConfigVersion.bump()
+        with transaction.atomic(using=self.db):
+            rows = super().update(**kwargs)
+            if rows:
+                ToolConfigVersion.bump()
         return rows
 
     def bulk_create(self, objs: Any, *args: Any, **kwargs: Any) -> list[Any]:
-        created = super().bulk_create(objs, *args, **kwargs)
-        if created:
-            ToolConfigVersion.bump()
+        with transaction.atomic(using=self.db):
+            created = super().bulk_create(objs, *args, **kwargs)
+            if created:
+                ToolConfigVersion.bump()
         return created
 
 
@@ -97,6 +103,9 @@ class ToolGroupConfig(models.Model):
         return self.name
 
 
+MAX_APPROVALS = 5  # most approvers a function may require
+
+
 class ToolFunctionConfig(models.Model):
     """Per-function overrides inside a group."""
 
@@ -115,6 +124,16 @@ class ToolFunctionConfig(models.Model):
     )
     approver_groups = models.ManyToManyField(
         "auth.Group", blank=True, related_name="approves_functions"
+    )
+    # Approver mode: how many distinct approvers must approve a call before it runs (two
+    # people for a risky function); any one denial ends it.
+    approvals_needed = models.PositiveSmallIntegerField(
+        default=1, validators=[MinValueValidator(1), MaxValueValidator(MAX_APPROVALS)]
+    )
+    # Never remember an approval of this function beyond one call (standing approvals).
+    standing_forbidden = models.BooleanField(
+        default=False,
+        help_text=_("Approvals of this function are for one call only: never remembered."),
     )
     reasoning_for_call = models.BooleanField(
         default=False,
@@ -234,8 +253,13 @@ class ToolCall(models.Model):
     scope = models.JSONField(null=True, blank=True)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)
     latent = models.BooleanField(default=False)
+    # A record from an imported conversation (chat_app/services/transfer.py): never ran here,
+    # so it counts in no usage, quota or call limit, and its card says so.
+    imported = models.BooleanField(default=False)
     policy_verdict = models.CharField(max_length=16, blank=True)
     policy_reason = models.TextField(blank=True)
+    # What the guards found and did (tools_app.guards): stage, guard, kind, where, action.
+    guards = models.JSONField(default=list, blank=True)
     result = models.JSONField(null=True, blank=True)
     output = models.TextField(blank=True)
     error = models.TextField(blank=True)
@@ -245,6 +269,7 @@ class ToolCall(models.Model):
     # never the person who asked). Blank: no approval step.
     approval_mode = models.CharField(max_length=10, blank=True)
     approver_group_ids = models.JSONField(default=list, blank=True)
+    approvals_needed = models.PositiveSmallIntegerField(default=1)  # fixed when bound
     decided_by = models.ForeignKey(
         django_settings.AUTH_USER_MODEL,
         null=True,
@@ -323,6 +348,81 @@ class ToolCall(models.Model):
         return dict(sorted(self.arguments.items(), key=lambda kv: order.get(kv[0], len(order))))
 
 
+class ToolCallApproval(models.Model):
+    """One approver's approval of a call that needs several (``ToolCall.approvals_needed``):
+    who and when. A person approves a call once; edited arguments start the count again."""
+
+    call = models.ForeignKey(ToolCall, on_delete=models.CASCADE, related_name="approvals")
+    user = models.ForeignKey(
+        django_settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    username = models.CharField(max_length=150)
+    note = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["call", "user"], name="toolcall_approval_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.username} approved {self.call_id}"
+
+
+class StandingApproval(models.Model):
+    """An approval widened beyond one call (services/standing.py): later calls of ``tool``
+    by ``user`` whose arguments match (``arguments`` with ``match``: name → equals, prefix
+    or host; every argument not named is equal) run without waiting, as approved by
+    ``granted_by`` — within ``conversation``, for ``schedule_id``'s runs (while the schedule
+    hashes to ``schedule_hash``), or for the person anywhere, until ``expires_at``."""
+
+    class Scope(models.TextChoices):
+        CONVERSATION = "conversation", _("for this conversation")
+        PERSON = "person", _("for this person")
+        SCHEDULE = "schedule", _("for this schedule")
+
+    scope = models.CharField(max_length=12, choices=Scope.choices)
+    granted_by = models.ForeignKey(
+        django_settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    granted_by_name = models.CharField(max_length=150)
+    user = models.ForeignKey(
+        django_settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+"
+    )
+    conversation = models.ForeignKey(
+        "chat_app.Conversation", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    # A schedule is an app above this one: its id, and what it asked when pre-approved.
+    schedule_id = models.BigIntegerField(null=True, blank=True)
+    schedule_hash = models.CharField(max_length=64, blank=True)
+    tool = models.CharField(max_length=64)
+    arguments = models.JSONField(default=dict)
+    match = models.JSONField(default=dict, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_by = models.ForeignKey(
+        django_settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    uses = models.PositiveIntegerField(default=0)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    source_call = models.ForeignKey(
+        ToolCall, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        indexes = [models.Index(fields=["user", "tool"], name="standing_user_tool")]
+
+    def __str__(self) -> str:
+        return f"standing approval #{self.pk} of {self.granted_by_name}"
+
+
 class AuditRecordQuerySet(models.QuerySet["AuditRecord"]):
     def delete(self) -> tuple[int, dict[str, int]]:
         raise PermissionError("the audit log is append-only")
@@ -342,6 +442,7 @@ class AuditRecord(models.Model):
         PEOPLE = "people", _("people change")
         READ = "read", _("conversation read")
         QUOTA = "quota", _("quota refusal")
+        DEFINITION = "definition", _("tool definition")
 
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.CALL)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
@@ -471,7 +572,19 @@ class ToolSource(models.Model):
     description = models.TextField(blank=True)
     config = models.JSONField(default=dict, blank=True)
     secrets = EncryptedTextField()
+    # What the model is offered: each function as an admin accepted it, with ``pin`` (the
+    # sha256 of its canonical definition). What the server lists that differs waits in
+    # ``review`` (tools_app.services.pins) until an admin accepts or rejects it.
     functions = models.JSONField(default=list, blank=True)
+    review = models.JSONField(default=list, blank=True)
+    pinned_at = models.DateTimeField(null=True, blank=True)
+    auto_accept = models.BooleanField(
+        default=False, help_text=_("Accept changed and new definitions without a review.")
+    )
+    serve_pinned = models.BooleanField(
+        default=False,
+        help_text=_("Keep calling changed functions with their pinned definition until reviewed."),
+    )
     revision = models.PositiveIntegerField(default=1)
     state = models.CharField(max_length=12, choices=State.choices, default=State.UNKNOWN)
     last_error = models.TextField(blank=True)
@@ -501,6 +614,11 @@ class ToolSource(models.Model):
     @property
     def tool_count(self) -> int:
         return len(self.functions or [])
+
+    @property
+    def pending_count(self) -> int:
+        """Functions held for an admin's review (new, changed, gone: tools_app.services.pins)."""
+        return sum(1 for e in self.review or [] if e.get("status") in ("new", "changed", "gone"))
 
 
 class ApiToken(models.Model):
@@ -552,5 +670,9 @@ class ApiToken(models.Model):
         return self.scoped and self.agent_id is None
 
 
-# Models of executor packages belong to this app (their package is inside it).
+# Models of executor packages belong to this app (their package is inside it); so do the
+# per-person credentials of imported sources (tools_app.connections).
+from tools_app.connections.models import ConnectAttempt as ConnectAttempt  # noqa: E402
+from tools_app.connections.models import SourceConnection as SourceConnection  # noqa: E402
+from tools_app.connections.models import SourceOAuthClient as SourceOAuthClient  # noqa: E402
 from tools_app.executors.research.models import ResearchSource as ResearchSource  # noqa: E402

@@ -28,6 +28,7 @@ from tools_app.group_settings import SettingsT as SettingsT
 from tools_app.schema import plain_schema, strict_schema, supports_strict
 
 if TYPE_CHECKING:
+    from tools_app.previews import Preview, PreviewContext
     from tools_app.runtime import ActivityContext, BindContext
 
 
@@ -60,6 +61,10 @@ class ToolGroup:
     # For the Tools Manager's overview: the settings fields that say most about what the
     # group may do (shown with the group; the timeout when none are named).
     limits: tuple[str, ...] = field(default=(), compare=False, hash=False)
+    # What makes the group a source of untrusted content ("web pages", "documents"); empty:
+    # its results are not someone else's words. Once a result of a source enters a turn, the
+    # turn's calls that send something out wait for a person (tools_app.guards.untrusted).
+    untrusted_source: str = field(default="", compare=False, hash=False)
 
 
 GROUPS: dict[str, ToolGroup] = {}
@@ -213,6 +218,12 @@ class BaseTool(BaseModel, Generic[SettingsT]):
         """Raise PolicyDenied when the admin's settings (the tool group's) forbid these
         arguments."""
 
+    def sink(self, settings: SettingsT) -> str:
+        """What this call would send out of the conversation ("a POST to api.example.com"),
+        or "" when it sends nothing: after untrusted content entered the turn, a sink waits
+        for a person (tools_app.guards.untrusted)."""
+        return ""
+
 
 def _declared_settings(tool: type[BaseTool]) -> type[GroupSettings] | None:
     """The settings model a tool names (``BaseTool[ShellSettings]``), if it names one."""
@@ -249,6 +260,30 @@ def resolve_activity(tool: type[BaseTool]) -> Activity | None:
 
 def is_latent(tool: type[BaseTool]) -> bool:
     return resolve_activity(tool) is None
+
+
+# What a call would do, shown to whoever decides its approval (``preview.py`` of an executor
+# package): registered by activity name like the activities, so every schema that runs an
+# activity (the dev group's ``write_file`` runs ``file_write``) gets its preview.
+PreviewHook = Callable[[Any, "PreviewContext"], "Preview"]
+PreviewFn = TypeVar("PreviewFn", bound=PreviewHook)
+PREVIEWS: dict[str, PreviewHook] = {}
+
+
+def preview(name: str) -> Callable[[PreviewFn], PreviewFn]:
+    """Register ``fn(args, ctx) -> Preview`` as the preview of the activity called ``name``:
+    it reads (never writes) what the call would change, in the web process, and raises
+    ``PreviewUnavailable`` with the reason when it cannot say."""
+
+    def decorate(fn: PreviewFn) -> PreviewFn:
+        PREVIEWS[name] = fn
+        return fn
+
+    return decorate
+
+
+def resolve_preview(tool: type[BaseTool]) -> PreviewHook | None:
+    return PREVIEWS.get(activity_name(tool))
 
 
 # How a tool without an activity runs: the model produces its output (``chat_app`` sets it at

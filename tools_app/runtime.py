@@ -56,6 +56,9 @@ class BindContext:
     source: str
     workspace_id: str = ""
     scope: list[str] | None = None
+    # The agent profile's rule for calls that send something out once untrusted content
+    # entered the turn: "approval", "block" or "off" (tools_app.guards.untrusted).
+    untrusted_sinks: str = "approval"
 
     def __post_init__(self) -> None:
         if not self.workspace_id:

@@ -54,6 +54,7 @@ class _Function:
     reasoning_for_call: bool = False
     timeout_seconds: int | None = None  # the function's own limits (None: the group's)
     calls_per_minute: int | None = None
+    approvals_needed: int = 1  # approver mode: distinct approvers before a call runs
 
 
 _DEFAULT_FUNCTION = _Function()
@@ -164,9 +165,15 @@ def config_snapshot(*, token: str | None = None) -> ConfigSnapshot:
         approvers.setdefault(function_id, []).append(group_id)
     functions = {
         name: _Function(
-            enabled, mode, tuple(sorted(approvers.get(pk, ()))), reasoning, timeout, per_minute
+            enabled,
+            mode,
+            tuple(sorted(approvers.get(pk, ()))),
+            reasoning,
+            timeout,
+            per_minute,
+            approvals_needed=needed,
         )
-        for pk, name, enabled, mode, reasoning, timeout, per_minute in (
+        for pk, name, enabled, mode, reasoning, timeout, per_minute, needed in (
             ToolFunctionConfig.objects.values_list(
                 "pk",
                 "name",
@@ -175,6 +182,7 @@ def config_snapshot(*, token: str | None = None) -> ConfigSnapshot:
                 "reasoning_for_call",
                 "timeout_seconds",
                 "calls_per_minute",
+                "approvals_needed",
             )
         )
     }
@@ -247,6 +255,7 @@ class ToolState:
     settings: GroupSettings
     calls_per_minute: int | None = None  # the function's own limit, when an admin set one
     approver_group_ids: tuple[int, ...] = ()
+    approvals_needed: int = 1
 
     @property
     def requires_approval(self) -> bool:
@@ -267,6 +276,7 @@ def tool_state(tool: type[BaseTool], snapshot: ConfigSnapshot | None = None) -> 
         disabled_reason=_disabled_reason(snapshot, tool),
         approval_mode=snapshot.function(tool.tool_name).approval_mode,
         approver_group_ids=snapshot.function(tool.tool_name).approver_group_ids,
+        approvals_needed=snapshot.function(tool.tool_name).approvals_needed,
         calls_per_minute=snapshot.function(tool.tool_name).calls_per_minute,
         settings=snapshot.settings(tool.tool_group),
     )

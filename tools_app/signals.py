@@ -11,6 +11,12 @@ approval_requested = Signal()
 # "denied", "expired") once a decision is applied, with ``send_robust``.
 approval_decided = Signal()
 
+# Sent with ``data`` (a dict of ids, names, statuses and pins: tools_app.services.pins) after
+# the commit: an imported function's definition changed on its server (held for review, or
+# accepted automatically), and an admin accepted or rejected one.
+definition_changed = Signal()
+definition_reviewed = Signal()
+
 
 def notify(signal: Signal, **kwargs: object) -> None:
     """Send ``signal`` to its receivers; one that fails is logged and changes nothing."""

@@ -18,18 +18,37 @@ def run_tool_call(self: Any, tool_call_id: int) -> None:
 
 
 @shared_task(name="tools_app.tasks.refresh_tool_source", ignore_result=True)
-def refresh_tool_source(source_id: int) -> None:
-    """Discover an MCP server's tools on a worker (where its sandbox is)."""
+def refresh_tool_source(source_id: int, user_id: int | None = None) -> None:
+    """List an MCP server's tools on a worker (where its sandbox is; a per-person server as
+    the admin who asked), or fetch an OpenAPI document again; what changed waits for an
+    admin's review."""
     from tools_app.executors.mcp.services import mcp_refresh
+    from tools_app.executors.openapi.importer import openapi_refresh
     from tools_app.models import ToolSource
-    from tools_app.services.sources import SourceError
+    from tools_app.services.sources import SourceError, source_state_set
 
     source = ToolSource.objects.filter(pk=source_id).first()
     if source is None:
         return
+    if source.kind == ToolSource.Kind.OPENAPI:
+        try:
+            openapi_refresh(source)
+        except SourceError as exc:
+            source_state_set(source, ToolSource.State.DOWN, str(exc))
+        else:
+            source_state_set(source, ToolSource.State.UP)
+        return
     # A failure is recorded on the source (state "down", last error) for the Tools Manager.
     with contextlib.suppress(SourceError):
-        mcp_refresh(source)
+        mcp_refresh(source, user_id=user_id)  # a per-person server: as the admin who asked
+
+
+@shared_task(name="tools_app.tasks.end_connections", ignore_result=True)
+def end_connections(user_id: int) -> None:
+    """A deactivated person's connections: revoked at their authorization servers, deleted."""
+    from tools_app.connections.services import connections_end_for
+
+    connections_end_for(user_id)
 
 
 @worker_ready.connect(weak=False, dispatch_uid="cc-maintenance")

@@ -16,6 +16,24 @@ STRINGS = [
     # group shell: settings
     _('Per-tool calls allowed per minute (0 = unlimited).'),
     # group shell: settings
+    _("Secrets (keys, tokens, private keys) in a call's arguments: what to do."),
+    # group shell: settings
+    _("Secrets in a call's result, before the model reads it."),
+    # group shell: settings
+    _('Personal data (e-mail, phone, card, IBAN) in the arguments.'),
+    # group shell: settings
+    _("Personal data in a call's result, before the model reads it."),
+    # group shell: settings
+    _('Filter webhook: an https:// endpoint asked about every call of this group (empty: none).'),
+    # group shell: settings
+    _("Key the filter webhook's requests are signed with."),
+    # group shell: settings
+    _('Longest the filter webhook may take to answer (s).'),
+    # group shell: settings
+    _('When the filter webhook fails or answers nonsense: refuse the call (closed) or let it through (open).'),
+    # group shell: settings
+    _('Hosts of the filter webhook that may be on a private address (and may use http://), one per line.'),
+    # group shell: settings
     _('Where commands run: auto (Docker if reachable, else bubblewrap), docker, bubblewrap, or none (directly on the worker host — no isolation).'),
     # group shell: settings
     _('Programs a command line may run, one per line (empty: any program; the sandbox still applies).'),
@@ -31,6 +49,24 @@ STRINGS = [
     _('Timeout'),
     # group shell: settings
     _('Calls per minute'),
+    # group shell: settings
+    _('Guard secrets arguments'),
+    # group shell: settings
+    _('Guard secrets result'),
+    # group shell: settings
+    _('Guard pii arguments'),
+    # group shell: settings
+    _('Guard pii result'),
+    # group shell: settings
+    _('Filter url'),
+    # group shell: settings
+    _('Filter secret'),
+    # group shell: settings
+    _('Filter timeout'),
+    # group shell: settings
+    _('Filter on failure'),
+    # group shell: settings
+    _('Filter private hosts'),
     # group shell: settings
     _('Sandbox backend'),
     # group shell: settings

@@ -136,6 +136,12 @@ class AgentPageForm(forms.ModelForm):
             ("", _("The conversation's language (the person's)")),
             *((code, get_language_info(code)["name_local"]) for code, _n in settings.LANGUAGES),
         ]
+        # A client that leaves it out (an older page, a script) keeps the safe default.
+        self.fields["untrusted_sinks"].required = False
+
+    def clean_untrusted_sinks(self) -> str:
+        value = self.cleaned_data.get("untrusted_sinks")
+        return str(value or Agent.UntrustedSinks.APPROVAL)
 
     class Meta:
         model = Agent
@@ -152,6 +158,7 @@ class AgentPageForm(forms.ModelForm):
             "max_iterations",
             "max_calls_per_turn",
             "max_calls_per_conversation",
+            "untrusted_sinks",
             "is_default",
         ]
         labels = {
@@ -160,6 +167,7 @@ class AgentPageForm(forms.ModelForm):
             "max_iterations": _("Acting rounds per turn"),
             "max_calls_per_turn": _("Tool calls per turn"),
             "max_calls_per_conversation": _("Tool calls per conversation"),
+            "untrusted_sinks": _("After untrusted content"),
             "is_default": _("Default profile"),
         }
         help_texts = {

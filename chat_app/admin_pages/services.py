@@ -31,6 +31,7 @@ _AGENT_AUDITED = (
     "max_iterations",
     "max_calls_per_turn",
     "max_calls_per_conversation",
+    "untrusted_sinks",
     "is_default",
 )
 _BUDGET_LINE = re.compile(r"^\s*([\w.:-]+)\s*[:=]\s*(\d+)\s*$")

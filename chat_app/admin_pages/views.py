@@ -4,7 +4,6 @@ and redirect; a refused change comes back as an error on the page, losing nothin
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import wraps
 from typing import Any, TypeVar
 
 from django.contrib import messages
@@ -18,20 +17,9 @@ from chat_app.admin_pages.forms import AgentPageForm, ProviderPageForm
 from chat_app.admin_pages.services import AdminPageError
 from chat_app.models import Agent, Provider
 from chat_app.services.provider_probe import provider_test as probe
+from infra import access
 
 V = TypeVar("V", bound=Callable[..., HttpResponseBase])
-
-
-def staff_only(view: V) -> V:
-    """Signed-in non-staff get 403 (the middleware sends anonymous users to log in)."""
-
-    @wraps(view)
-    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-        if not (request.user.is_authenticated and request.user.is_staff):
-            return render(request, "agents/forbidden.html", status=403)
-        return view(request, *args, **kwargs)
-
-    return wrapped  # type: ignore[return-value]
 
 
 def _no_store(response: HttpResponse) -> HttpResponse:
@@ -40,7 +28,7 @@ def _no_store(response: HttpResponse) -> HttpResponse:
 
 
 # --- providers -------------------------------------------------------------------------------
-@staff_only
+@access.staff
 def providers(request: HttpRequest) -> HttpResponse:
     return render(request, "agents/providers.html", {"rows": selectors.provider_rows()})
 
@@ -70,7 +58,7 @@ def _provider_post(request: HttpRequest, provider: Provider | None) -> HttpRespo
     return redirect("agents:provider", provider_id=saved.pk)
 
 
-@staff_only
+@access.staff
 @require_http_methods(["GET", "POST"])
 def provider_new(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
@@ -79,7 +67,7 @@ def provider_new(request: HttpRequest) -> HttpResponse:
     return _provider_page(request, ProviderPageForm(initial={"is_default": first}), None)
 
 
-@staff_only
+@access.staff
 @require_http_methods(["GET", "POST"])
 def provider_edit(request: HttpRequest, provider_id: int) -> HttpResponse:
     provider = get_object_or_404(Provider, pk=provider_id)
@@ -88,7 +76,7 @@ def provider_edit(request: HttpRequest, provider_id: int) -> HttpResponse:
     return _provider_page(request, ProviderPageForm(instance=provider), provider)
 
 
-@staff_only
+@access.staff
 @require_POST
 def provider_test(request: HttpRequest, provider_id: int) -> HttpResponse:
     """Test connection, from the server with a short timeout (the base URL is the admin's to
@@ -98,7 +86,7 @@ def provider_test(request: HttpRequest, provider_id: int) -> HttpResponse:
     return _provider_page(request, ProviderPageForm(instance=provider), provider, result=result)
 
 
-@staff_only
+@access.staff
 @require_POST
 def provider_delete(request: HttpRequest, provider_id: int) -> HttpResponse:
     provider = get_object_or_404(Provider, pk=provider_id)
@@ -109,7 +97,7 @@ def provider_delete(request: HttpRequest, provider_id: int) -> HttpResponse:
 
 
 # --- agent profiles --------------------------------------------------------------------------
-@staff_only
+@access.staff
 def agents(request: HttpRequest) -> HttpResponse:
     return render(request, "agents/agents.html", {"rows": selectors.agent_rows()})
 
@@ -162,7 +150,7 @@ def _agent_post(request: HttpRequest, agent: Agent | None) -> HttpResponse:
     return _agent_page(request, form, agent, chosen=chosen, budgets=budgets_raw, status=400)
 
 
-@staff_only
+@access.staff
 @require_http_methods(["GET", "POST"])
 def agent_new(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
@@ -172,7 +160,7 @@ def agent_new(request: HttpRequest) -> HttpResponse:
     return _agent_page(request, form, None, chosen=set(), budgets=budgets)
 
 
-@staff_only
+@access.staff
 @require_http_methods(["GET", "POST"])
 def agent_edit(request: HttpRequest, agent_id: int) -> HttpResponse:
     agent = get_object_or_404(Agent, pk=agent_id)
@@ -187,7 +175,7 @@ def agent_edit(request: HttpRequest, agent_id: int) -> HttpResponse:
     )
 
 
-@staff_only
+@access.staff
 @require_POST
 def agent_delete(request: HttpRequest, agent_id: int) -> HttpResponse:
     agent = get_object_or_404(Agent, pk=agent_id)

@@ -26,6 +26,7 @@ _FIELDS = (
     "max_rounds",
     "max_calls_per_turn",
     "max_calls_per_conversation",
+    "untrusted_sinks",
     "kind",
     "max_iterations",
     "tool_budgets",

@@ -577,6 +577,7 @@ def _bind_and_dispatch(plan: RoundPlan, requests: list[CallRequest]) -> None:
         conversation_id=plan.conversation_id,
         source=plan.call_source,
         scope=plan.scope,
+        untrusted_sinks=plan.agent.untrusted_sinks,
     )
     offered = [t.tool_name for t in plan.tools]
     limits = CallLimits(

@@ -8,21 +8,12 @@ from typing import Any
 
 from chat_app import selectors
 from chat_app.models import Conversation
-from tools_app.services.audit import audit_conversation_read
+from infra import access
 
 
 def conversation_read_record(*, user: Any, conversation: Conversation, via: str) -> None:
     """Audit the read when ``user`` is not the owner (an owner's reads are not recorded)."""
-    if conversation.owner_id == getattr(user, "pk", None):
-        return
-    audit_conversation_read(
-        reader=user,
-        conversation_id=conversation.pk,
-        conversation_title=conversation.title,
-        owner_id=conversation.owner_id,
-        owner_username=conversation.owner.get_username(),
-        via=via,
-    )
+    access.conversation_read(user, conversation, via=via)
 
 
 def conversation_read(*, user: Any, conversation_id: int, via: str) -> Conversation | None:

@@ -119,7 +119,8 @@ def _end_streaming_in_language(turn: Turn) -> bool:
     if not turn_finish(
         turn,
         status=Turn.Status.FAILED,
-        error="agent runner lost",
+        # The runner's name says where it ran ("runner@host:pid:…"): "worker lost" does too.
+        error=f"agent runner lost ({turn.runner})" if turn.runner else "agent runner lost",
         notice=gettext(RUNNER_LOST) % {"who": f": {turn.runner}" if turn.runner else ""},
     ):
         return False

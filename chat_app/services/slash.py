@@ -58,6 +58,7 @@ def slash_run(
     scope: list[str] | None = None,
     branch_of: Turn | None = None,
     trace: str = "",
+    schedule_id: int | None = None,
 ) -> Turn | None:
     """Run ``text`` (``/tool args``) as a turn of one call. ``scope``: the tool list of what
     started the turn (a subagent, a schedule); the call binds within it and within the agent's
@@ -89,6 +90,7 @@ def slash_run(
                 source=source,
                 phase=Turn.Phase.TOOLS,
                 tool_scope=scope,
+                schedule_id=schedule_id,
                 trace_context=trace,
             )
             if branch_of is not None:  # an edited command: beside the turn it replaces

@@ -4,7 +4,8 @@ The JSON carries the messages in order, and with each message its tool calls: th
 arguments, the result, output and error, the status and the times. An import is validated
 strictly (unknown fields, wrong types, oversized texts and lists are refused, with the place
 of the first problem) and creates a new conversation owned by the importer; its tool calls
-are records only — never queued, never run again.
+are records only (``ToolCall.imported``) — never queued, never run again, counted in no usage,
+quota or call limit.
 """
 
 from __future__ import annotations
@@ -277,6 +278,7 @@ def import_conversation(*, owner: Any, raw: bytes | str) -> Conversation:
                         message=saved,
                         user=owner,
                         source=ToolCall.Source.CHAT,
+                        imported=True,
                         index=index,
                         tool=_clean(call.tool),
                         arguments=_clean_json(call.arguments),

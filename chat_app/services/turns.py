@@ -26,7 +26,7 @@ from chat_app.services.slash import slash_run
 from chat_app.services.titles import DEFAULT_TITLE, title_from
 from chat_app.services.uploads import clean_attachments
 from chat_app.signals import turn_finished, turn_stopping
-from infra import metrics, tracing
+from infra import access, metrics, tracing
 from infra.celery_app import app as celery_app
 from tools_app.models import ToolCall
 from tools_app.services.execution import toolcall_cancel
@@ -85,6 +85,7 @@ def turn_start(
     scope: list[str] | None = None,
     branch_of: Turn | None = None,
     attachments: list[dict[str, Any]] | None = None,
+    schedule_id: int | None = None,
 ) -> Turn | None:
     """Store the user's message and queue the turn's first round. ``branch_of``: a turn this
     one stands beside (an edited or regenerated message, chat_app.services.branches).
@@ -92,7 +93,8 @@ def turn_start(
     ``origin`` and ``scope`` are for turns the platform starts (a schedule firing, a
     subagent): ``scope`` is the tool list of the call that started it (``ToolCall.scope``),
     which every call of the turn binds within, a ``/`` message's included. ``source``: what
-    started the turn (``Turn.Source``), kept on the turn for the audit and usage figures."""
+    started the turn (``Turn.Source``), kept on the turn for the audit and usage figures.
+    ``schedule_id``: the schedule firing it, kept on the turn before any of its calls binds."""
     text = text.strip()
     if not text:
         raise TurnError(_("the message is empty"))
@@ -136,6 +138,7 @@ def turn_start(
             branch_of=branch_of,
             attachments=attachments,
             trace=trace,
+            schedule_id=schedule_id,
         )
 
 
@@ -152,6 +155,7 @@ def _turn_start(
     branch_of: Turn | None,
     attachments: list[dict[str, Any]] | None,
     trace: str,
+    schedule_id: int | None = None,
 ) -> Turn | None:
     if text.startswith("/"):
         slashed = slash_run(
@@ -163,6 +167,7 @@ def _turn_start(
             scope=scope,
             branch_of=branch_of,
             trace=trace,
+            schedule_id=schedule_id,
         )
         # A slash-only conversation is named after its first command.
         if conversation_touch(conversation, first_text=text):
@@ -179,6 +184,7 @@ def _turn_start(
         max_rounds=max_rounds or agent.max_rounds or settings.AGENT_MAX_ROUNDS,
         model=model,
         tool_scope=scope,
+        schedule_id=schedule_id,
         heartbeat_at=timezone.now(),  # queued at
         trace_context=trace,
     )
@@ -352,9 +358,13 @@ def _back_to_model(turn_id: int) -> bool:
 
 def _owned_conversation(user: Any, conversation_id: int) -> Conversation:
     # Unordered: every message sent runs this, and an ORDER BY costs Django more than the query.
-    found = Conversation.objects.filter(pk=conversation_id, owner=user).order_by()[:1]
+    found = Conversation.objects.filter(pk=conversation_id).order_by()[:1]
     conversation = next(iter(found), None)
-    if conversation is None:
+    # Sending, stopping, editing: the owner only (an auditor reads, never acts). Someone
+    # else's conversation answers as one that does not exist.
+    if conversation is None or not access.conversation_changeable(
+        user, owner_id=conversation.owner_id
+    ):
         raise TurnError(_("conversation not found"))
     return conversation
 
@@ -368,6 +378,39 @@ def turn_send(*, user: Any, conversation_id: int, text: str, files: Any = None) 
         text=text,
         attachments=clean_attachments(conversation, files) if files else None,
     )
+
+
+def toolcall_retry(*, user: Any, conversation_id: int, call_id: Any) -> Turn | None:
+    """The card's Retry: the same call (tool and stored arguments) once more, as a ``/``
+    command of the conversation's owner, so it takes the same binding as any other call
+    (grants, policy, the person's connection, approval). Only the owner's own, finished,
+    failed or refused calls of this conversation."""
+    import json
+
+    from tools_app.models import ToolCall
+
+    conversation = _owned_conversation(user, conversation_id)
+    call = ToolCall.objects.filter(
+        pk=call_id if isinstance(call_id, int) else -1,
+        conversation=conversation,
+        status__in=(ToolCall.Status.FAILED, ToolCall.Status.DENIED),
+    ).first()
+    if call is None or call.imported:
+        raise TurnError(_("that call cannot be retried"))
+    arguments = call.arguments if isinstance(call.arguments, dict) else {}
+    text = f"/{call.tool} {json.dumps(arguments, ensure_ascii=False)}"
+    return turn_start(conversation=conversation, user_id=conversation.owner_id, text=text)
+
+
+def person_turns_stop(*, user_id: int) -> int:
+    """Stop every running turn of the person's conversations (their account was
+    deactivated): the model stream is cancelled and running tools are killed. How many."""
+    running = Turn.objects.filter(conversation__owner_id=user_id, status=Turn.Status.RUNNING)
+    stopped = 0
+    for turn in running:
+        turn_stop(turn=turn)
+        stopped += 1
+    return stopped
 
 
 def turn_stop_current(*, user: Any, conversation_id: int) -> None:

@@ -212,7 +212,23 @@ def upload_store(
         logger.error("the workspace of conversation %s is not a folder", conversation.pk)
         raise UploadError(_("the conversation's workspace cannot be opened"), status=409) from None
     try:
-        stored, fd = _create(dir_fd, name)
+        try:
+            stored, fd = _create(dir_fd, name)
+        except PermissionError:
+            # A deployment whose sandbox user is not this process's user, and which cannot
+            # share one folder's permissions between them (docs/DEPLOYMENT.md "Workspaces").
+            logger.error(
+                "upload into conversation %s refused: its workspace %s is not writable by uid"
+                " %s (SANDBOX_UID is %s: the sandbox and the web processes need the same uid)",
+                conversation.pk,
+                workspace,
+                os.geteuid(),
+                settings.SANDBOX_UID,
+            )
+            raise UploadError(
+                _("the conversation's folder cannot be written by the server: ask an admin"),
+                status=503,
+            ) from None
         size = 0
         head = b""
         try:

@@ -7,6 +7,7 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
+from infra import access
 from infra.websocket import SafeJsonConsumer, db
 from tools_app.events import APPROVALS_ADMINS, approvals_group
 from tools_app.services.approval import approvals_for, decider_group_ids
@@ -23,6 +24,7 @@ def _count(user: Any) -> int:
     return len(approvals_for(user))
 
 
+@access.socket(access.SIGNED_IN)  # listens only: the count of calls waiting for this person
 class ApprovalsConsumer(SafeJsonConsumer):
     groups_joined: list[str]
 

@@ -7,18 +7,25 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from infra import access
 from tools_app.models import ToolCall
 from tools_app.services.approval import (
     ApprovalError,
     approval_deadline,
     approvals_for,
-    toolcall_decide,
+    approvals_summary,
+    toolcall_for_preview,
+)
+from tools_app.services.preview import toolcall_preview
+from tools_app.services.standing import (
+    standing_revoke,
+    standing_visible_to,
+    toolcall_decide_widened,
 )
 
 
@@ -29,15 +36,19 @@ def _page(
     posted: dict[int, dict[str, str]] | None = None,
     status: int = 200,
 ) -> HttpResponse:
-    rows = [
-        {
-            "call": call,
-            "deadline": approval_deadline(call),
-            "error": (errors or {}).get(call.pk, ""),
-            "posted": (posted or {}).get(call.pk),
-        }
-        for call in approvals_for(request.user)
-    ]
+    rows = []
+    for call in approvals_for(request.user):
+        typed = (posted or {}).get(call.pk)
+        rows.append(
+            {
+                "call": call,
+                "deadline": approval_deadline(call),
+                "error": (errors or {}).get(call.pk, ""),
+                "posted": typed,
+                "preview": _preview_of(call, typed["arguments"] if typed else ""),
+                "approvals": approvals_summary(call) if call.approvals_needed > 1 else None,
+            }
+        )
     context = {"rows": rows, "approval_timeout": settings.APPROVAL_TIMEOUT_MINUTES}
     if request.headers.get("HX-Request") and request.method == "GET":
         return render(request, "platform/approvals.html#approvals-list", context)
@@ -47,7 +58,20 @@ def _page(
     return render(request, "platform/approvals.html", context, status=status)
 
 
-@login_required
+def _preview_of(call: ToolCall, text: str) -> Any:
+    """The call's preview for ``text`` (edited arguments; blank: its own), or for its own
+    arguments with why the text cannot be read."""
+    try:
+        edited = _edited_arguments(call, text)
+    except ApprovalError as exc:
+        made = toolcall_preview(call=call)
+        if made is not None:
+            made.note = _("showing the call's own arguments: %(error)s") % {"error": exc.message}
+        return made
+    return toolcall_preview(call=call, arguments=edited)
+
+
+@access.signed_in
 @require_GET
 def approvals_page(request: HttpRequest) -> HttpResponse:
     return _page(request)
@@ -71,7 +95,7 @@ def _edited_arguments(call: ToolCall | None, text: str) -> dict[str, Any] | None
     return value
 
 
-@login_required
+@access.signed_in
 @require_POST
 def approval_decide(request: HttpRequest, call_id: int) -> HttpResponse:
     decision = request.POST.get("decision")
@@ -84,10 +108,11 @@ def approval_decide(request: HttpRequest, call_id: int) -> HttpResponse:
         if decision == "approve":
             current = ToolCall.objects.filter(pk=call_id).only("arguments").first()
             arguments = _edited_arguments(current, text)
-        toolcall_decide(
+        toolcall_decide_widened(
             user=request.user,
             call_id=call_id,
             approve=decision == "approve",
+            widening=_widening_posted(request, call_id),
             arguments=arguments,
             note=note,
         )
@@ -102,3 +127,58 @@ def approval_decide(request: HttpRequest, call_id: int) -> HttpResponse:
     word = "approved" if decision == "approve" else "denied"
     messages.success(request, _("Call #%(call_id)s %(word)s.") % {"call_id": call_id, "word": word})
     return redirect("platform:approvals")
+
+
+@access.signed_in
+@require_http_methods(["GET", "POST"])
+def approval_preview(request: HttpRequest, call_id: int) -> HttpResponse:
+    """The preview of a call waiting for a decision (htmx: the card and the Approvals page
+    ask for it, and again with the arguments as edited). Only someone who may decide the
+    call sees it: 404 for a call they may not know of, 403 for one they may not decide."""
+    try:
+        call = toolcall_for_preview(user=request.user, call_id=call_id)
+    except ApprovalError as exc:
+        if exc.message in (_("no such tool call"), _("this call is no longer awaiting approval")):
+            raise Http404(exc.message) from None
+        return access.forbidden(request, exc.message)
+    made = _preview_of(call, request.POST.get("arguments", ""))
+    return render(request, "tools/_approval_preview.html", {"call": call, "preview": made})
+
+
+def _widening_posted(request: HttpRequest, call_id: int) -> dict[str, Any] | None:
+    """The widening chosen on the page's form (``_approval_widen.html``)."""
+    scope = request.POST.get(f"widen-{call_id}", "call")
+    if scope == "call":
+        return None
+    prefix = f"match-{call_id}-"
+    match: dict[str, Any] = {
+        k[len(prefix) :]: v for k, v in request.POST.items() if k.startswith(prefix)
+    }
+    for name, kind in match.items():
+        if kind == "prefix":
+            match[name] = {"kind": kind, "value": request.POST.get(f"prefix-{call_id}-{name}", "")}
+    return {"scope": scope, "match": match, "until": request.POST.get(f"until-{call_id}") or None}
+
+
+@access.signed_in
+@require_GET
+def standing_page(request: HttpRequest) -> HttpResponse:
+    """Approvals → Standing: the standing approvals this person made or that are for them
+    (an admin: all), with Revoke where they may."""
+    grants = list(standing_visible_to(request.user)[:500])
+    rows = [
+        {"grant": grant, "revocable": access.standing_revocable(request.user, grant)}
+        for grant in grants
+    ]
+    return render(request, "platform/approvals_standing.html", {"rows": rows})
+
+
+@access.signed_in
+@require_POST
+def standing_revoke_view(request: HttpRequest, grant_id: int) -> HttpResponse:
+    try:
+        standing_revoke(grant_id=grant_id, user=request.user)
+    except ApprovalError as exc:
+        return access.forbidden(request, exc.message)
+    messages.success(request, _("Standing approval #%(id)s revoked.") % {"id": grant_id})
+    return redirect("platform:approvals-standing")

@@ -12,6 +12,7 @@ from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
 
 from platform_app.people.services import EVERYONE
+from platform_app.people.usernames import username_look_alike, username_normal
 
 
 def _groups_field() -> forms.ModelMultipleChoiceField:
@@ -62,9 +63,15 @@ class UserCreateForm(forms.Form):
     groups = _groups_field()
 
     def clean_username(self) -> str:
-        username = str(self.cleaned_data["username"]).strip()
+        username = username_normal(str(self.cleaned_data["username"])).strip()
         if get_user_model().objects.filter(username__iexact=username).exists():
             raise forms.ValidationError(_("That username is taken."))
+        look_alike = username_look_alike(username)
+        if look_alike is not None:
+            raise forms.ValidationError(
+                _("That username looks like the existing account %(existing)s; choose another.")
+                % {"existing": look_alike}
+            )
         return username
 
     def clean(self) -> dict[str, Any]:

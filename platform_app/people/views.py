@@ -5,7 +5,6 @@ one's own account (Password, the set-password link) are here too, for every user
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import wraps
 from typing import Any, TypeVar
 
 from django.conf import settings
@@ -19,24 +18,13 @@ from django.urls import reverse, reverse_lazy
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
+from infra import access
 from platform_app.people import selectors, services
 from platform_app.people.forms import GroupNameForm, MembersAddForm, UserCreateForm, UserEditForm
 from platform_app.people.services import PeopleError
 from tools_app.services.audit import audit_people_change
 
 V = TypeVar("V", bound=Callable[..., HttpResponseBase])
-
-
-def staff_only(view: V) -> V:
-    """Signed-in non-staff get 403 (the middleware sends anonymous users to log in)."""
-
-    @wraps(view)
-    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-        if not (request.user.is_authenticated and request.user.is_staff):
-            return render(request, "people/forbidden.html", status=403)
-        return view(request, *args, **kwargs)
-
-    return wrapped  # type: ignore[return-value]
 
 
 def _group_choices(
@@ -75,7 +63,7 @@ def _no_store(response: HttpResponse) -> HttpResponse:
 
 
 # --- users ---------------------------------------------------------------------------------
-@staff_only
+@access.staff
 def users(request: HttpRequest) -> HttpResponse:
     q = request.GET.get("q", "").strip()[:100]
     show = request.GET.get("show", "active")
@@ -84,7 +72,7 @@ def users(request: HttpRequest) -> HttpResponse:
     return render(request, "people/users.html", context)
 
 
-@staff_only
+@access.staff
 @require_http_methods(["GET", "POST"])
 def user_new(request: HttpRequest) -> HttpResponse:
     try:
@@ -160,7 +148,7 @@ def _user_page(
     return _no_store(response) if link else response
 
 
-@staff_only
+@access.staff
 @require_http_methods(["GET", "POST"])
 def user_detail(request: HttpRequest, user_id: int) -> HttpResponse:
     user = _user(user_id)
@@ -194,7 +182,7 @@ def user_detail(request: HttpRequest, user_id: int) -> HttpResponse:
     return _user_page(request, user, form=form)
 
 
-@staff_only
+@access.staff
 @require_POST
 def user_active(request: HttpRequest, user_id: int) -> HttpResponse:
     user = _user(user_id)
@@ -212,7 +200,7 @@ def user_active(request: HttpRequest, user_id: int) -> HttpResponse:
     return redirect("people:user", user_id=user.pk)
 
 
-@staff_only
+@access.staff
 @require_POST
 def user_password_link(request: HttpRequest, user_id: int) -> HttpResponse:
     user = _user(user_id)
@@ -227,7 +215,7 @@ def user_password_link(request: HttpRequest, user_id: int) -> HttpResponse:
 
 
 # --- groups --------------------------------------------------------------------------------
-@staff_only
+@access.staff
 @require_http_methods(["GET", "POST"])
 def groups(request: HttpRequest) -> HttpResponse:
     form = GroupNameForm(request.POST or None)
@@ -269,7 +257,7 @@ def _group_page(request: HttpRequest, group: Group, *, form: GroupNameForm | Non
     return render(request, "people/group.html", context)
 
 
-@staff_only
+@access.staff
 @require_http_methods(["GET", "POST"])
 def group_detail(request: HttpRequest, group_id: int) -> HttpResponse:
     group = get_object_or_404(Group, pk=group_id)
@@ -288,7 +276,7 @@ def group_detail(request: HttpRequest, group_id: int) -> HttpResponse:
     return _group_page(request, group, form=form)
 
 
-@staff_only
+@access.staff
 @require_POST
 def group_delete(request: HttpRequest, group_id: int) -> HttpResponse:
     group = get_object_or_404(Group, pk=group_id)
@@ -304,7 +292,7 @@ def group_delete(request: HttpRequest, group_id: int) -> HttpResponse:
     return redirect("people:groups")
 
 
-@staff_only
+@access.staff
 @require_POST
 def group_members_add(request: HttpRequest, group_id: int) -> HttpResponse:
     group = get_object_or_404(Group, pk=group_id)
@@ -325,7 +313,7 @@ def group_members_add(request: HttpRequest, group_id: int) -> HttpResponse:
     return redirect("people:group", group_id=group.pk)
 
 
-@staff_only
+@access.staff
 @require_POST
 def group_member_remove(request: HttpRequest, group_id: int, user_id: int) -> HttpResponse:
     group = get_object_or_404(Group, pk=group_id)
@@ -343,7 +331,7 @@ def group_member_remove(request: HttpRequest, group_id: int, user_id: int) -> Ht
     return redirect("people:group", group_id=group.pk)
 
 
-@staff_only
+@access.staff
 @require_POST
 def group_auditor(request: HttpRequest, group_id: int) -> HttpResponse:
     group = get_object_or_404(Group, pk=group_id)
@@ -362,7 +350,7 @@ def group_auditor(request: HttpRequest, group_id: int) -> HttpResponse:
     return redirect("people:group", group_id=group.pk)
 
 
-@staff_only
+@access.staff
 @require_http_methods(["GET", "POST"])
 def group_grants(request: HttpRequest, group_id: int) -> HttpResponse:
     """What the group's members may use: tool groups or single functions, imported sources,
@@ -395,6 +383,7 @@ def group_grants(request: HttpRequest, group_id: int) -> HttpResponse:
 
 # --- one's own account ---------------------------------------------------------------------
 class PasswordChange(PasswordChangeView):
+    access = access.Rule(access.SIGNED_IN)  # PasswordChangeView requires a login itself
     """Every signed-in user changes their own password here (their session stays)."""
 
     template_name = "people/password.html"
@@ -412,6 +401,7 @@ class PasswordChange(PasswordChangeView):
 
 
 class SetPasswordFromLink(PasswordResetConfirmView):
+    access = access.Rule(access.PUBLIC, "a one-time link: its token is the credential")
     """The page of a one-time link (invitation or reset): public, works once. Django's view
     moves the token into the session and off the URL before the form is shown."""
 
@@ -439,6 +429,7 @@ class SetPasswordFromLink(PasswordResetConfirmView):
         return response
 
 
+@access.public("the page after a one-time link was used")
 def set_password_done(request: HttpRequest) -> HttpResponse:
     if request.method not in ("GET", "HEAD"):
         raise Http404

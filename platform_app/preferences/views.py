@@ -11,6 +11,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 from django.views.i18n import JavaScriptCatalog
 
+from infra import access
 from platform_app.preferences.services import preferences_set_language, preferences_set_theme
 
 
@@ -26,6 +27,7 @@ def _wants_json(request: HttpRequest) -> bool:
     return request.headers.get("Accept", "").startswith("application/json")
 
 
+@access.public("a display preference: a cookie when signed out")
 @require_POST
 def theme(request: HttpRequest) -> HttpResponse:
     """Store the person's theme. The page's script calls it and gets JSON; a form without
@@ -40,6 +42,7 @@ def theme(request: HttpRequest) -> HttpResponse:
     return _back(request)
 
 
+@access.public("the login page's language switcher: a cookie when signed out")
 @require_POST
 def language(request: HttpRequest) -> HttpResponse:
     """The language switcher: a signed-in person's choice is stored on the server (it follows
@@ -69,6 +72,7 @@ def language(request: HttpRequest) -> HttpResponse:
     return response
 
 
+@access.public("the pages' script strings, the login page's too")
 def js_catalog(request: HttpRequest, language: str) -> HttpResponseBase:
     """The pages' script strings (djangojs catalog) in ``language``: the language is in the
     address, so a switch loads the other catalog and each can be cached by the browser."""

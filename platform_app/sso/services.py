@@ -3,8 +3,10 @@ and bring their groups and admin flag in line with the provider's groups claim.
 
 Rules (docs/ADMIN_GUIDE.md "Single sign-on"):
 - An identity is the provider's ``iss`` + ``sub``. The first login makes an account named from
-  the username claim (``OIDC_USERNAME_CLAIM``, else ``email``, else ``sub``). An account of that
-  name that no identity signs in to yet is taken over only with ``OIDC_LINK_EXISTING_USERS``.
+  the username claim (``OIDC_USERNAME_CLAIM``, else ``email``, else ``sub``), NFKC normalised.
+  An account of that name that no identity signs in to yet is taken over only with
+  ``OIDC_LINK_EXISTING_USERS``. A name that only looks like an account's (``аlice`` beside
+  ``alice``: ``platform_app.people.usernames``) is refused and audited, never made or linked.
 - Groups named in ``OIDC_GROUP_MAP`` follow the claim at each login: added when a mapped value
   is listed, removed when none is. Groups not named in the map are the app's to manage and are
   never touched. A missing claim counts as an empty one (mapped groups are removed), so a
@@ -28,7 +30,9 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from platform_app.models import SSOIdentity
+from platform_app.people.usernames import username_look_alike, username_normal
 from platform_app.sso.client import SSOError
+from tools_app.services.audit import audit_people_change
 
 logger = logging.getLogger(__name__)
 
@@ -56,18 +60,53 @@ def claim_values(claims: Mapping[str, Any], name: str) -> list[str] | None:
     return []
 
 
+class SSOLookAlike(SSOLoginRefused):
+    """A first login whose name looks like another account's (``people.usernames``)."""
+
+    def __init__(self, username: str, existing: str) -> None:
+        super().__init__(
+            _(
+                "The name %(username)s looks like the existing account %(existing)s, so no "
+                "account was made for it; ask an admin (the refusal is in the audit log)."
+            )
+            % {"username": username, "existing": existing}
+        )
+        self.username = username
+        self.existing = existing
+
+
 def sso_username(claims: Mapping[str, Any]) -> str:
     for name in (settings.OIDC_USERNAME_CLAIM, "email", "sub"):
         raw = claims.get(name)
         if isinstance(raw, str) and raw.strip():
-            return _NOT_USERNAME.sub("_", raw.strip())[:150]
+            return _NOT_USERNAME.sub("_", username_normal(raw).strip())[:150]
     raise SSOLoginRefused(_("The ID token names nobody: it has no username, email or sub claim."))
 
 
-@transaction.atomic
 def sso_user_login(*, claims: Mapping[str, Any], issuer: str) -> User:
     """The account ``claims`` sign in to, created, linked and synchronised as the module says.
-    Raises ``SSOLoginRefused`` (and changes nothing) when the login must not happen."""
+    Raises ``SSOLoginRefused`` (and changes nothing) when the login must not happen; a name
+    that looks like another account's is also written to the audit log for the admins."""
+    try:
+        return _login(claims=claims, issuer=issuer)
+    except SSOLookAlike as exc:
+        audit_people_change(
+            user=None,
+            subject=f"user {exc.username}",
+            action="sso_look_alike",
+            after={
+                "username": exc.username,
+                "looks_like": exc.existing,
+                "issuer": issuer,
+                "subject": str(claims.get("sub", "")),
+            },
+        )
+        logger.warning("SSO: refused %r, which looks like %r", exc.username, exc.existing)
+        raise
+
+
+@transaction.atomic
+def _login(*, claims: Mapping[str, Any], issuer: str) -> User:
     subject = claims.get("sub")
     if not isinstance(subject, str) or not subject:
         raise SSOLoginRefused(_("The ID token has no subject (sub claim)."))
@@ -99,6 +138,10 @@ def _account_for(claims: Mapping[str, Any]) -> User:
     username = sso_username(claims)
     existing = UserModel.objects.filter(username__iexact=username).first()
     if existing is None:
+        # Never beside an account it could pass for (and never linked to one either).
+        look_alike = username_look_alike(username)
+        if look_alike is not None:
+            raise SSOLookAlike(username, look_alike)
         user = UserModel(username=username)
         user.set_unusable_password()
         user.save()

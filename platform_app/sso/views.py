@@ -17,6 +17,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET
 
+from infra import access
 from platform_app.sso.client import (
     SSOError,
     SSOUnavailable,
@@ -38,6 +39,7 @@ def sso_context() -> dict[str, Any]:
 
 
 class LoginView(auth_views.LoginView):
+    access = access.Rule(access.PUBLIC, "the login page")
     """Django's login view; with local login off it shows only the SSO button and refuses a
     posted password (a 403, whatever the credentials)."""
 
@@ -71,6 +73,7 @@ def password_refused(request: HttpRequest) -> HttpResponse:
     )
 
 
+@access.public("starts single sign-on: the identity provider authenticates")
 @require_GET
 def oidc_login(request: HttpRequest) -> HttpResponse:
     if not settings.OIDC_ENABLED:
@@ -89,6 +92,7 @@ def oidc_login(request: HttpRequest) -> HttpResponse:
         return login_page(request, str(exc), status=502)
 
 
+@access.public("the identity provider's answer: state, PKCE and the ID token are checked")
 @require_GET
 def oidc_callback(request: HttpRequest) -> HttpResponse:
     if not settings.OIDC_ENABLED:
@@ -106,6 +110,7 @@ def oidc_callback(request: HttpRequest) -> HttpResponse:
     return redirect(next_url)
 
 
+@access.public("the admin's login page (obeys OIDC_LOCAL_LOGIN)")
 def admin_login(request: HttpRequest) -> HttpResponse:
     """The admin's own login form, unless local login is off: then its page sends people to
     the login page (and its SSO button) and a posted password is refused."""

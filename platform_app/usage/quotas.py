@@ -137,7 +137,9 @@ def used(quota: Applicable, *, user_id: int, now: datetime | None = None) -> Dec
     """What counts against ``quota`` so far this period."""
     since = period_start(quota.period, now)
     if quota.metric == Quota.Metric.TOOL_CALLS:
-        calls = ToolCall.objects.filter(created_at__gte=since, policy_verdict="allowed")
+        calls = ToolCall.objects.filter(
+            created_at__gte=since, policy_verdict="allowed", imported=False
+        )
         if quota.group_id is None:
             calls = calls.filter(user_id=user_id)
         elif not quota.everyone:

@@ -73,7 +73,9 @@ def rounds_for(viewer: Any, period: Range) -> QuerySet[UsageRecord]:
 
 
 def calls_for(viewer: Any, period: Range) -> QuerySet[ToolCall]:
-    rows = ToolCall.objects.filter(created_at__gte=period.since, created_at__lt=period.until)
+    rows = ToolCall.objects.filter(
+        created_at__gte=period.since, created_at__lt=period.until, imported=False
+    )
     return rows if viewer.is_staff else rows.filter(user_id=viewer.pk)
 
 

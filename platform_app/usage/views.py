@@ -7,7 +7,6 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth import get_user_model
-from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import Group
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -15,14 +14,14 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
 from chat_app.models import ModelPrice
+from infra import access
 from platform_app.models import Quota
-from platform_app.people.views import staff_only
 from platform_app.usage import selectors, services
 from platform_app.usage.forms import PriceForm, QuotaForm
 from platform_app.usage.quotas import EVERYONE
 
 
-@login_required
+@access.signed_in
 def usage_page(request: HttpRequest) -> HttpResponse:
     period = selectors.range_from(request.GET)
     report = selectors.usage_report(request.user, period)
@@ -36,7 +35,7 @@ def usage_page(request: HttpRequest) -> HttpResponse:
     return render(request, "usage/usage.html", context)
 
 
-@login_required
+@access.signed_in
 def usage_export(request: HttpRequest) -> StreamingHttpResponse:
     period = selectors.range_from(request.GET)
     what = "tools" if request.GET.get("what") == "tools" else "rounds"
@@ -57,7 +56,7 @@ def _targets() -> list[tuple[str, str]]:
     return groups + people
 
 
-@staff_only
+@access.staff
 @require_http_methods(["GET", "POST"])
 def limits_page(request: HttpRequest) -> HttpResponse:
     quota_form = QuotaForm(targets=_targets(), prefix="quota")
@@ -106,7 +105,7 @@ def _price_save(request: HttpRequest, data: dict[str, Any]) -> str:
     return f"Price saved for {price.model}."
 
 
-@staff_only
+@access.staff
 @require_POST
 def quota_delete(request: HttpRequest, quota_id: int) -> HttpResponse:
     services.quota_delete(actor=request.user, quota=get_object_or_404(Quota, pk=quota_id))
@@ -114,7 +113,7 @@ def quota_delete(request: HttpRequest, quota_id: int) -> HttpResponse:
     return redirect("usage:limits")
 
 
-@staff_only
+@access.staff
 @require_POST
 def price_delete(request: HttpRequest, price_id: int) -> HttpResponse:
     services.price_delete(actor=request.user, price=get_object_or_404(ModelPrice, pk=price_id))

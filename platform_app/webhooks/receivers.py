@@ -1,5 +1,6 @@
 """Where the events come from: the signals the lower layers send (a turn finished, a call
-waits for approval or was decided, a call failed) and the schedules (``schedule_fired``).
+waits for approval or was decided, a call failed, an imported tool's definition changed or was
+reviewed) and the schedules (``schedule_fired``).
 Receivers only notify: whatever they do, they return nothing anyone reads and raise nothing
 (``webhook_emit`` swallows its own failures)."""
 
@@ -90,6 +91,14 @@ def on_toolcall_finished(sender: Any, call: Any, **kwargs: Any) -> None:
     webhook_emit(Event.TOOLCALL_FAILED, lambda: {**_call_data(call), "error": call.error[:500]})
 
 
+def on_definition_changed(sender: Any, data: dict[str, Any], **kwargs: Any) -> None:
+    webhook_emit(Event.DEFINITION_CHANGED, lambda: dict(data))
+
+
+def on_definition_reviewed(sender: Any, data: dict[str, Any], **kwargs: Any) -> None:
+    webhook_emit(Event.DEFINITION_REVIEWED, lambda: dict(data))
+
+
 def schedule_fired(*, schedule: Any, conversation_id: int, turn_id: int | None, error: str) -> None:
     """Called by ``platform_app.schedules.schedule_fire`` each time a schedule is due."""
     webhook_emit(
@@ -110,11 +119,21 @@ def connect() -> None:
     """Called by ``platform_app.apps`` at ready()."""
     from chat_app.signals import turn_finished
     from tools_app.models import config_track
-    from tools_app.signals import approval_decided, approval_requested, toolcall_finished
+    from tools_app.signals import (
+        approval_decided,
+        approval_requested,
+        definition_changed,
+        definition_reviewed,
+        toolcall_finished,
+    )
 
     turn_finished.connect(on_turn_finished, dispatch_uid="platform.webhooks.turn_finished")
     approval_requested.connect(on_approval_requested, dispatch_uid="platform.webhooks.requested")
     approval_decided.connect(on_approval_decided, dispatch_uid="platform.webhooks.decided")
     toolcall_finished.connect(on_toolcall_finished, dispatch_uid="platform.webhooks.failed")
+    definition_changed.connect(on_definition_changed, dispatch_uid="platform.webhooks.definition")
+    definition_reviewed.connect(
+        on_definition_reviewed, dispatch_uid="platform.webhooks.definition_reviewed"
+    )
     # Who listens is kept under the configuration token (services._subscribed).
     config_track(WebhookEndpoint)

@@ -24,7 +24,6 @@ owner's, and an admin's endpoint is not its owner (fetch it with the owner's tok
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
 import logging
@@ -43,6 +42,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from infra.signing import signature
 from platform_app.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from tools_app.selectors import config_memo
 
@@ -60,14 +60,6 @@ class WebhookError(ValueError):
 
 def secret_new() -> str:
     return SECRET_PREFIX + secrets.token_urlsafe(32)
-
-
-def signature(secret: str, timestamp: int, body: bytes) -> str:
-    """The ``X-CC-Signature`` value for ``body`` sent at ``timestamp``."""
-    digest = hmac.new(
-        secret.encode(), str(timestamp).encode() + b"." + body, hashlib.sha256
-    ).hexdigest()
-    return f"t={timestamp},v1={digest}"
 
 
 def signature_valid(

@@ -11,8 +11,8 @@ from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
+from infra import access
 from platform_app.models import WebhookDelivery, WebhookEndpoint
-from platform_app.people.views import staff_only
 from platform_app.webhooks import services
 
 LOG_SIZE = 50
@@ -37,7 +37,7 @@ def _shown_once(request: HttpRequest, endpoint: WebhookEndpoint, secret: str) ->
     return redirect("platform:webhook", endpoint_id=endpoint.pk)
 
 
-@staff_only
+@access.staff
 @require_http_methods(["GET", "POST"])
 def webhook_list(request: HttpRequest) -> HttpResponse:
     form: dict[str, Any] = {"events": [], "allow_private": False}
@@ -66,7 +66,7 @@ def _endpoint(endpoint_id: int) -> WebhookEndpoint:
     return endpoint
 
 
-@staff_only
+@access.staff
 @require_http_methods(["GET", "POST"])
 def webhook_detail(request: HttpRequest, endpoint_id: int) -> HttpResponse:
     endpoint = _endpoint(endpoint_id)
@@ -97,7 +97,7 @@ def webhook_detail(request: HttpRequest, endpoint_id: int) -> HttpResponse:
     return response
 
 
-@staff_only
+@access.staff
 @require_POST
 def webhook_action(request: HttpRequest, endpoint_id: int, action: str) -> HttpResponse:
     endpoint = _endpoint(endpoint_id)
@@ -120,7 +120,7 @@ def webhook_action(request: HttpRequest, endpoint_id: int, action: str) -> HttpR
     return redirect("platform:webhook", endpoint_id=endpoint.pk)
 
 
-@staff_only
+@access.staff
 @require_POST
 def delivery_again(request: HttpRequest, delivery_id: int) -> HttpResponse:
     delivery = WebhookDelivery.objects.select_related("endpoint").filter(pk=delivery_id).first()

@@ -21,8 +21,20 @@ async function refreshList() {
   const fresh = holder.querySelector("#approvals-list");
   if (!fresh) return;
   const kept = new Map([...list.querySelectorAll(".approval-item")].map((el) => [el.id, el]));
-  const items = [...fresh.children].map((el) => (el.id && kept.get(el.id)) || el);
+  const items = [...fresh.children].map((el) => {
+    const mine = el.id && kept.get(el.id);
+    if (!mine) return el;
+    // Kept as the approver left it, but with who approved meanwhile (several approvers).
+    const progress = el.querySelector(".approval-progress");
+    const old = mine.querySelector(".approval-progress");
+    if (progress && old) old.replaceWith(progress);
+    else if (progress) mine.querySelector(".approval-head")?.after(progress);
+    return mine;
+  });
   list.replaceChildren(...items);
+  items.forEach((el) => {
+    if (!kept.has(el.id) && window.htmx) window.htmx.process(el);
+  });
 }
 
 function connect() {

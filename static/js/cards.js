@@ -30,7 +30,14 @@ export function upsert(existing, incoming, insert) {
   } else {
     insert(incoming);
   }
+  activate(incoming);
   return incoming;
+}
+
+// Let htmx wire a fragment that arrived over the websocket (an approval card asks for its
+// preview, and again as its arguments are edited).
+export function activate(root) {
+  if (root && window.htmx) window.htmx.process(root);
 }
 
 // A card may have arrived before its message (events from different workers race). The
@@ -69,10 +76,32 @@ export function approvalCommand(button) {
       errorBox.textContent = format(gettext("Not valid JSON: %(error)s"), { error: err.message });
       return null;
     }
-    return { action: "approve", call_id: callId, arguments: args };
+    return { action: "approve", call_id: callId, arguments: args, widening: widening(card) };
   }
-  if (action === "approve" || action === "deny") return { action, call_id: callId };
+  if (action === "approve") {
+    return { action, call_id: callId, widening: widening(button.closest(".toolcall")) };
+  }
+  if (action === "deny") return { action, call_id: callId };
+  // The Connect card's Retry: the same call through the same binding (after connecting).
+  if (action === "retry") return { action: "retry", call_id: callId };
   return null;
+}
+
+// How far the approver widened the approval on this card (null: this call only).
+function widening(card) {
+  const box = card && card.querySelector(".approval-widen");
+  const chosen = box && box.querySelector("input[type=radio]:checked");
+  if (!chosen || chosen.value === "call") return null;
+  const match = {};
+  for (const select of box.querySelectorAll("select[data-argument]")) {
+    const name = select.dataset.argument;
+    if (select.value === "prefix") {
+      const within = box.querySelector(`.widen-prefix[data-argument="${CSS.escape(name)}"]`);
+      match[name] = { kind: "prefix", value: within ? within.value : "" };
+    } else if (select.value !== "equals") match[name] = select.value;
+  }
+  const until = box.querySelector(".widen-until").value;
+  return { scope: chosen.value, match, until: until || null };
 }
 
 // Show a refused decision on its card; false when the card is not on this page.

@@ -7,6 +7,7 @@
 
 import { format, gettext } from "./i18n.js";
 import {
+  activate,
   adoptNewerCards,
   appendChunk,
   approvalCommand,
@@ -83,6 +84,7 @@ function refreshSchedulesAfter(card) {
 const handlers = {
   snapshot(event) {
     messages.innerHTML = event.html;
+    activate(messages);
     enhance(messages);
     setRunning(event.running, event.waiting);
     if (event.plan_html) showPlan(event.plan_html);

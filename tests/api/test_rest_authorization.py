@@ -85,6 +85,11 @@ OPS = [
        body={"name": "weekly {actor}", "cron": "0 9 * * 1", "message": "Summarise the week"}),
     Op("GET", "/api/schedules/{schedule}", "read", owner_only(200)),
     Op("PATCH", "/api/schedules/{schedule}", "write", owner_only(200), body={"enabled": False}),
+    # current_time needs no approval here: whoever may see the schedule reaches the service,
+    # which says there is nothing to pre-approve; a person who approves nothing sees nothing.
+    Op("POST", "/api/schedules/{schedule}/preapprovals", "approve",
+       {OWNER: 422, OTHER: 404, APPROVER: 404, STAFF: 422},
+       body={"preapprove": [{"tool": "current_time", "arguments": {"timezone": "UTC"}}]}),
     Op("DELETE", "/api/schedules/{schedule}", "write", owner_only(204)),
     Op("GET", "/api/memory", "read", everyone(200)),
     Op("GET", "/api/memory/core", "read", everyone(200)),

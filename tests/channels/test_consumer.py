@@ -14,6 +14,7 @@ from django.contrib.auth.models import AnonymousUser
 from chat_app.models import Message, Turn
 from chat_app.routing import websocket_urlpatterns
 from controlcenter.asgi import application
+from tests.helpers import signed_in
 from tests.llm_server import Call, Reply
 from tools_app.models import ToolCall
 
@@ -24,7 +25,7 @@ def communicator(conversation_id: int, user: Any) -> WebsocketCommunicator:
     comm = WebsocketCommunicator(
         URLRouter(websocket_urlpatterns), f"/ws/conversations/{conversation_id}/"
     )
-    comm.scope["user"] = user
+    signed_in(comm, user)
     return comm
 
 

@@ -13,6 +13,7 @@ from django.conf import settings
 
 from chat_app.models import Conversation, Message, Turn
 from tests.channels.test_consumer import collect_until_turn_ends, communicator
+from tests.helpers import signed_in
 from tests.llm_server import Reply
 from tools_app.manager.routing import websocket_urlpatterns as tools_routes
 
@@ -145,7 +146,7 @@ async def test_the_tools_test_socket_survives_malformed_frames_too(staff_user):
         tool="current_time", status="succeeded", source="test", user=staff_user
     )
     comm = WebsocketCommunicator(URLRouter(tools_routes), f"/ws/toolcalls/{call.pk}/")
-    comm.scope["user"] = staff_user
+    signed_in(comm, staff_user)
     ok, _ = await comm.connect()
     assert ok
     assert (await comm.receive_json_from())["type"] == "toolcall"

@@ -139,9 +139,21 @@ def page(browser: Any, app_server: str, request: pytest.FixtureRequest) -> Itera
     page = context.new_page()
     page.set_default_timeout(15_000)
     errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(f"page error: {exc}"))
-    page.on("console", lambda m: errors.append(f"console: {m.text}") if m.type == "error" else None)
+
+    def on_error(exc: Any) -> None:
+        errors.append(f"page error: {exc}")
+
+    def on_console(m: Any) -> None:
+        if m.type == "error":
+            errors.append(f"console: {m.text}")
+
+    page.on("pageerror", on_error)
+    page.on("console", on_console)
     yield page
+    # What the page says while the context closes is not the test's: closing aborts a poll in
+    # flight, and htmx reports that abort (htmx:sendAbort) as an error.
+    page.remove_listener("pageerror", on_error)
+    page.remove_listener("console", on_console)
     context.close()
     if request.node.get_closest_marker("expect_http_errors"):
         errors = [e for e in errors if "Failed to load resource" not in e]

@@ -20,6 +20,7 @@ from chat_app.services.turns import turn_start
 from platform_app.models import Quota, UserPreferences
 from platform_app.preferences.websocket import LanguageMiddleware
 from tests.conftest import wait_turn
+from tests.helpers import signed_in
 from tests.llm_server import Call, Reply, Usage
 from tools_app.events import render_toolcall_card
 from tools_app.executors.time.tools import CurrentTime
@@ -135,7 +136,7 @@ async def test_the_websocket_speaks_the_browsers_language(conversation, user):
     comm = WebsocketCommunicator(
         app, f"/ws/conversations/{conversation.pk}/", headers=[(b"accept-language", b"ru,en")]
     )
-    comm.scope["user"] = user
+    signed_in(comm, user)
     connected, _ = await comm.connect()
     assert connected
     await comm.receive_json_from()  # snapshot
@@ -151,7 +152,7 @@ async def test_the_websocket_follows_the_persons_own_choice(conversation, user):
     comm = WebsocketCommunicator(
         app, f"/ws/conversations/{conversation.pk}/", headers=[(b"accept-language", b"en")]
     )
-    comm.scope["user"] = user
+    signed_in(comm, user)
     connected, _ = await comm.connect()
     assert connected
     await comm.receive_json_from()  # snapshot

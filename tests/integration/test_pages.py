@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from chat_app.models import Provider
-from tests.conftest import ROOT
-from tests.helpers import require
+from tests.helpers import settings_in
 
 
 @pytest.mark.modes
@@ -95,18 +88,6 @@ def test_the_provider_api_key_is_write_only_in_the_admin(admin_client, db):
     assert provider.model == "m2" and provider.api_key == "sk-hidden-1"  # blank keeps the key
 
 
-def test_docker_compose_file_is_valid():
-    binary = shutil.which("docker-compose")
-    require(binary is not None, "docker-compose is not installed")
-    proc = subprocess.run(
-        [binary, "-f", str(ROOT / "docker-compose.yml"), "config", "-q"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
-    assert proc.returncode == 0, proc.stderr
-
-
 def test_an_auditor_may_read_anyones_conversation_but_others_may_not(
     client, user, other_user, staff_user
 ):
@@ -143,53 +124,15 @@ def test_a_conversation_picks_its_agent(client, user, other_user):
     assert client.post(f"/c/{conversation.pk}/agent/", {"agent": coder.pk}).status_code == 404
 
 
-def test_docker_compose_runs_the_agent_runner_after_healthy_services():
-    import yaml
-
-    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
-    services = compose["services"]
-    assert services["agent"]["command"] == "python manage.py agent_runner"
-    assert "agent_runner" in " ".join(services["agent"]["healthcheck"]["test"])
-    for name in ("agent", "worker", "browser-worker"):
-        conditions = services[name]["depends_on"]
-        assert conditions["redis"]["condition"] == "service_healthy"
-        assert conditions["postgres"]["condition"] == "service_healthy"
-        assert conditions["web"]["condition"] == "service_healthy"  # migrations have run
-    for name in ("web", "redis", "postgres"):
-        assert services[name]["healthcheck"]["test"]
-    assert "agent" not in services["worker"]["command"]  # rounds are the runner's
-    assert "change-me" not in (ROOT / "docker-compose.yml").read_text().replace(
-        '"change-me" is refused', ""
-    )
-
-
-def _settings_in(var_dir: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    environment = {k: v for k, v in os.environ.items() if k not in ("SECRET_KEY", "REDIS_URL")}
-    environment.update(CC_VAR_DIR=str(var_dir), DATABASE_URL="", **env)
-    return subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import django; django.setup(); "
-            "from django.conf import settings; print(settings.SECRET_KEY)",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=environment,
-        check=False,
-    )
-
-
 def test_a_placeholder_secret_key_is_refused(tmp_path):
     for placeholder in ("change-me-in-production", "change-me", "django-insecure-abc"):
-        proc = _settings_in(tmp_path, SECRET_KEY=placeholder)
+        proc = settings_in(tmp_path, SECRET_KEY=placeholder)
         assert proc.returncode != 0
         assert "is a placeholder" in proc.stderr
 
 
 def test_without_a_secret_key_processes_sharing_var_share_a_generated_one(tmp_path):
-    keys = {_settings_in(tmp_path).stdout.strip() for _ in range(3)}
+    keys = {settings_in(tmp_path).stdout.strip() for _ in range(3)}
     assert len(keys) == 1 and len(keys.pop()) >= 50
     assert (tmp_path / "secret_key").stat().st_mode & 0o777 == 0o600
     assert not list(tmp_path.glob(".secret_key.*"))

@@ -12,6 +12,8 @@ from django.utils import timezone
 
 from chat_app.models import Conversation, Turn
 from chat_app.services import reaper
+from tests.conftest import _SHARED, shared_processes_paused
+from tests.e2e.conftest import _SERVERS
 from tools_app.models import ToolCall
 
 
@@ -50,17 +52,19 @@ def test_a_turn_whose_last_call_just_finished_is_left_to_the_finishing_process(
 def test_a_turn_whose_last_call_finished_a_heartbeat_timeout_ago_moves_on(
     user: Any, advanced: list[int]
 ) -> None:
-    turn = turn_with_a_finished_call(user, finished_ago=settings.AGENT_HEARTBEAT_TIMEOUT + 1)
-    running = turn_with_a_finished_call(user, finished_ago=settings.AGENT_HEARTBEAT_TIMEOUT + 1)
-    ToolCall.objects.create(
-        conversation=running.conversation,
-        turn=running,
-        user=user,
-        tool="current_time",
-        group="time",
-        status=ToolCall.Status.RUNNING,
-    )
-
-    reaper.turns_reap_lost()
+    # The session's app servers (the e2e tests' and the shared ones) run the same maintenance
+    # pass on this database: a turn this old is theirs to move on too, so they wait.
+    with shared_processes_paused(only=[*_SHARED, *_SERVERS.values()]):
+        turn = turn_with_a_finished_call(user, finished_ago=settings.AGENT_HEARTBEAT_TIMEOUT + 1)
+        running = turn_with_a_finished_call(user, finished_ago=settings.AGENT_HEARTBEAT_TIMEOUT + 1)
+        ToolCall.objects.create(
+            conversation=running.conversation,
+            turn=running,
+            user=user,
+            tool="current_time",
+            group="time",
+            status=ToolCall.Status.RUNNING,
+        )
+        reaper.turns_reap_lost()
 
     assert advanced == [turn.pk]

@@ -113,6 +113,7 @@ def test_the_admin_shows_and_saves_tool_budgets(admin_client, db):
         "kind": "tool_calling",
         "max_iterations": 0,
         "tool_budgets": '{"web_search": -2}',
+        "untrusted_sinks": "approval",
     }
     refused = admin_client.post("/admin/chat_app/agent/add/", data)
     assert refused.status_code == 200 and "0 or more" in refused.content.decode()

@@ -58,6 +58,25 @@ def secrets_everywhere(staff_user: Any, user: Any) -> list[str]:
         config={"auth": {"kind": "header", "name": "X-Key"}},
         secrets=json.dumps({"value": secret("openapi")}),
     )
+    from tools_app.models import ConnectAttempt, SourceConnection, SourceOAuthClient
+
+    person_source = ToolSource.objects.get(name="leaky-mcp")
+    SourceConnection.objects.create(
+        user=user,
+        source=person_source,
+        kind="oauth",
+        account="leaky",
+        secrets=json.dumps({"access_token": secret("person-token")}),
+    )
+    SourceOAuthClient.objects.create(source=person_source, client_secret=secret("oauth-client"))
+    ConnectAttempt.objects.create(
+        state_hash="0" * 64,
+        user=user,
+        session_hash="1" * 64,
+        source=person_source,
+        verifier=secret("pkce-verifier"),
+        redirect_uri="http://testserver/connections/callback/",
+    )
     _, raw_token = api_token_create(user=user, name="leaky token")
     _, webhook_secret = endpoint_create(
         user=staff_user,
@@ -71,6 +90,9 @@ def secrets_everywhere(staff_user: Any, user: Any) -> list[str]:
         secret("mcp-header"),
         secret("mcp-bearer"),
         secret("openapi"),
+        secret("person-token"),
+        secret("oauth-client"),
+        secret("pkce-verifier"),
         raw_token,
         webhook_secret,
     ]

@@ -25,7 +25,7 @@ from chat_app.services.turns import turn_start
 from infra.maintenance import maintenance_steps
 from platform_app.approvals.routing import websocket_urlpatterns as approvals_routes
 from tests.conftest import wait_turn
-from tests.helpers import tool_json, wait_for
+from tests.helpers import signed_in, tool_json, wait_for
 from tests.llm_server import Call, Reply
 from tools_app.events import render_toolcall_card
 from tools_app.manager.routing import websocket_urlpatterns as tools_routes
@@ -58,7 +58,7 @@ async def _socket_approve(route: Any, path: str, user: Any, command: dict[str, A
     """Send ``command`` on a websocket and return the error it gets, then check the socket
     still answers (a refusal does not end the connection)."""
     comm = WebsocketCommunicator(URLRouter(route), path)
-    comm.scope["user"] = user
+    signed_in(comm, user)
     connected, _ = await comm.connect()
     assert connected
     await comm.send_json_to(command)
@@ -223,7 +223,7 @@ async def test_approvers_are_told_live_and_the_badge_counts(user, other_user):
 
     await setup()
     comm = WebsocketCommunicator(URLRouter(approvals_routes), "/ws/approvals/")
-    comm.scope["user"] = other_user
+    signed_in(comm, other_user)
     assert (await comm.connect())[0]
     assert await comm.receive_json_from(timeout=10) == {
         "type": "approvals",

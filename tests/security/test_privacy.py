@@ -19,6 +19,7 @@ from django.test import Client
 from chat_app.models import Conversation, Message
 from chat_app.routing import websocket_urlpatterns
 from platform_app.models import CoreMemoryEntry, MemoryChunk, Schedule
+from tests.helpers import signed_in
 from tools_app.models import AuditRecord
 from tools_app.runtime import workspace_dir_for, workspace_id_for
 
@@ -156,7 +157,7 @@ def communicator(conversation: Conversation, user: Any) -> WebsocketCommunicator
     comm = WebsocketCommunicator(
         URLRouter(websocket_urlpatterns), f"/ws/conversations/{conversation.pk}/"
     )
-    comm.scope["user"] = user
+    signed_in(comm, user)
     return comm
 
 

@@ -289,3 +289,21 @@ def test_an_auditor_reads_the_files_recorded_but_never_uploads(client, user, con
     assert {r.conversation_id for r in reads} == {conversation.pk}
     assert reads.count() == 2
     assert not (workspace_for(conversation) / "planted.csv").exists()
+
+
+def test_a_workspace_the_server_cannot_write_is_a_clear_503_not_a_crash(
+    alice, conversation, ws_root, monkeypatch, caplog
+):
+    # A fleet whose sandbox user differs from the web processes' user (as root here, a chmod
+    # would not stop us: the refusal is played at the file's creation).
+    from chat_app.services import uploads
+
+    def refused(dir_fd, name):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(uploads, "_create", refused)
+    response = upload(alice, conversation.pk, "data.csv")
+
+    assert response.status_code == 503
+    assert "cannot be written by the server" in response.json()["error"]
+    assert "SANDBOX_UID" in caplog.text  # the operator's log says what to change

@@ -11,6 +11,7 @@ from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
 
+from tests.helpers import signed_in
 from tools_app.manager.routing import websocket_urlpatterns
 from tools_app.models import AuditRecord, ToolCall, ToolFunctionConfig
 from tools_app.registry import override_activity
@@ -22,7 +23,7 @@ pytestmark = [pytest.mark.modes]
 
 def communicator(call_id: int, user: Any) -> WebsocketCommunicator:
     comm = WebsocketCommunicator(URLRouter(websocket_urlpatterns), f"/ws/toolcalls/{call_id}/")
-    comm.scope["user"] = user
+    signed_in(comm, user)
     return comm
 
 

@@ -8,6 +8,7 @@ import pytest
 from django.http import QueryDict
 from pydantic import Field
 
+from tests.helpers import GUARD_FORM_DEFAULTS, GUARD_FORM_KINDS
 from tools_app.manager.forms import SettingsForm, ToolTestForm, field_spec, schema_specs
 from tools_app.registry import TOOLS, GroupSettings
 from tools_app.schema import plain_schema
@@ -52,6 +53,7 @@ def valid_post(**overrides: str) -> QueryDict:
         "note": "",
         "retries": "",
         "headers": "{}",
+        **GUARD_FORM_DEFAULTS,
     }
     values.update(overrides)
     return post(**values)
@@ -77,6 +79,7 @@ def test_it_maps_each_type_to_an_input_kind():
         "note": "text",
         "retries": "integer",
         "headers": "json",
+        **GUARD_FORM_KINDS,
     }
 
 
@@ -162,7 +165,8 @@ def test_it_names_the_line_of_a_bad_list_item():
         ports: list[int] = Field(default_factory=list)
 
     form = SettingsForm(
-        post(timeout_seconds="5", calls_per_minute="0", ports="80\nx"), model=IntList
+        post(timeout_seconds="5", calls_per_minute="0", ports="80\nx", **GUARD_FORM_DEFAULTS),
+        model=IntList,
     )
     assert not form.is_valid()
     assert form.errors["ports"][0].startswith("Line 2:")

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
+from tests.helpers import GUARD_FORM_DEFAULTS
 from tests.tools_manager.conftest import HTMX
 from tools_app import selectors
 from tools_app.executors.research.settings import ResearchSettings
@@ -33,6 +34,7 @@ def _form(**changes: str) -> dict[str, str]:
         "max_urls": "5",
         "max_chars_per_page": "10000",
         "page_timeout_seconds": "20",
+        **GUARD_FORM_DEFAULTS,
     }
     data.update(changes)
     return data

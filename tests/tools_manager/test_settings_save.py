@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from tests.helpers import GUARD_FORM_DEFAULTS
 from tests.tools_manager.conftest import HTMX
 from tools_app import selectors
 from tools_app.models import AuditRecord, ToolGroupConfig
@@ -24,7 +25,14 @@ def test_it_shows_the_form_with_current_values(staff_client):
 
 def test_it_rejects_an_invalid_value_inline_and_keeps_what_was_typed(staff_client):
     response = staff_client.post(
-        URL, {"timeout_seconds": "999", "calls_per_minute": "0", "default_timezone": "UTC"}, **HTMX
+        URL,
+        {
+            "timeout_seconds": "999",
+            "calls_per_minute": "0",
+            "default_timezone": "UTC",
+            **GUARD_FORM_DEFAULTS,
+        },
+        **HTMX,
     )
     assert response.status_code == 200
     html = response.content.decode()
@@ -38,7 +46,12 @@ def test_it_rejects_an_invalid_value_inline_and_keeps_what_was_typed(staff_clien
 def test_it_saves_a_valid_change_and_records_before_and_after(staff_client, staff_user):
     response = staff_client.post(
         URL,
-        {"timeout_seconds": "12", "calls_per_minute": "0", "default_timezone": "Europe/Berlin"},
+        {
+            "timeout_seconds": "12",
+            "calls_per_minute": "0",
+            "default_timezone": "Europe/Berlin",
+            **GUARD_FORM_DEFAULTS,
+        },
         **HTMX,
     )
     assert response.status_code == 200
@@ -53,13 +66,23 @@ def test_it_saves_a_valid_change_and_records_before_and_after(staff_client, staf
 
 
 def test_saving_without_changes_records_nothing(staff_client):
-    data = {"timeout_seconds": "5", "calls_per_minute": "0", "default_timezone": "UTC"}
+    data = {
+        "timeout_seconds": "5",
+        "calls_per_minute": "0",
+        "default_timezone": "UTC",
+        **GUARD_FORM_DEFAULTS,
+    }
     staff_client.post(URL, data, **HTMX)
     assert not AuditRecord.objects.exists()
 
 
 def test_without_htmx_a_save_redirects_to_the_manager_with_a_message(staff_client):
-    data = {"timeout_seconds": "7", "calls_per_minute": "0", "default_timezone": "UTC"}
+    data = {
+        "timeout_seconds": "7",
+        "calls_per_minute": "0",
+        "default_timezone": "UTC",
+        **GUARD_FORM_DEFAULTS,
+    }
     response = staff_client.post(URL, data, follow=True)
     assert response.redirect_chain[-1][0] == "/tools/"
     assert "Time settings saved (timeout_seconds)." in response.content.decode()
@@ -74,7 +97,9 @@ def test_the_service_validates_and_stores_only_model_fields(staff_user):
     )
     assert changed == ["timeout_seconds"]
     stored = ToolGroupConfig.objects.get(name="time").settings
-    assert stored == settings.model_dump(mode="json") and "obsolete_key" not in stored
+    # Secrets (every group's filter_secret) are stored encrypted, apart from the settings.
+    expected = settings.model_dump(mode="json", exclude={"filter_secret"})
+    assert stored == expected and "obsolete_key" not in stored
 
 
 def test_an_unknown_group_is_404(staff_client):

@@ -14,8 +14,8 @@ from django.db.models import Q, QuerySet, TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
 
+from infra import access
 from tools_app.models import AuditRecord, ToolCall
-from tools_app.services.audit import AUDIT_CONVERSATIONS_PERMISSION
 
 EXPORT_FIELDS = (
     "id",
@@ -185,10 +185,8 @@ def audit_record_conversation_access(record: AuditRecord, *, viewer: Any) -> Con
     )
     if owner_id is None:
         return ConversationAccess(False, False, False)
-    if owner_id == getattr(viewer, "pk", None):
-        return ConversationAccess(True, True, False)
-    auditor = bool(viewer.is_active and viewer.has_perm(AUDIT_CONVERSATIONS_PERMISSION))
-    return ConversationAccess(True, auditor, auditor)
+    how = access.conversation_readable(viewer, owner_id=owner_id)
+    return ConversationAccess(True, how is not None, how == access.AUDITED_READ)
 
 
 def audit_filter_choices() -> dict[str, list[str]]:

@@ -11,6 +11,7 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
+from infra import access
 from infra.events import toolcall_group
 from infra.websocket import SafeJsonConsumer, db
 from tools_app.events import toolcall_event
@@ -30,6 +31,7 @@ def _stop(call_id: int) -> None:
         toolcall_cancel(call, reason="stopped from the Tools Manager")
 
 
+@access.socket(access.STAFF)
 class ToolCallConsumer(SafeJsonConsumer):
     call_id: int
     group: str
@@ -40,7 +42,7 @@ class ToolCallConsumer(SafeJsonConsumer):
         if user is None or not user.is_authenticated:
             await self.close(code=4401)
             return
-        if not user.is_staff:
+        if not access.staff_member(user):
             await self.close(code=4403)
             return
         if await db(_snapshot)(self.call_id) is None:

@@ -56,6 +56,11 @@ class FunctionRow:
         return self.tool.description()
 
     @property
+    def held(self) -> str:
+        """Why binding refuses an imported function whose server changed it ("" if not)."""
+        return str(getattr(self.tool, "review_hold", "") or "")
+
+    @property
     def approvers(self) -> list[str]:
         """The approver groups' names (approver mode), from the prefetched rows."""
         if self.config.pk is None:
@@ -163,7 +168,7 @@ def sandbox_status(group: ToolGroup, settings: GroupSettings) -> SandboxStatus:
 def _activity_24h() -> dict[str, dict[str, int]]:
     since = timezone.now() - timedelta(hours=24)
     rows = (
-        ToolCall.objects.filter(created_at__gte=since)
+        ToolCall.objects.filter(created_at__gte=since, imported=False)
         .values("group")
         .annotate(
             calls=Count("id"),

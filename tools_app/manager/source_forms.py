@@ -168,6 +168,7 @@ class OpenApiImportForm(RowsMixin, forms.Form):
             ("api_key", _("API key")),
             ("bearer", _("bearer token")),
             ("basic", _("basic (user + password)")),
+            ("oauth2", _("OAuth 2.0 (the document's authorization-code flow; per person)")),
         ],
     )
     auth_in = forms.ChoiceField(

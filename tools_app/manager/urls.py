@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from tools_app.manager import views, views_sources
+from tools_app.manager import views, views_review, views_sources
 
 app_name = "tools"
 
@@ -24,6 +24,17 @@ urlpatterns = [
     path("sources/<slug:name>/status/", views_sources.source_status, name="source_status"),
     path("sources/<slug:name>/edit/", views_sources.source_edit, name="source_edit"),
     path("sources/<slug:name>/remove/", views_sources.source_remove, name="source_remove"),
+    path("sources/<slug:name>/review/", views_review.source_review, name="source_review"),
+    path(
+        "sources/<slug:name>/review/decide/",
+        views_review.source_review_decision,
+        name="source_review_decide",
+    ),
+    path(
+        "sources/<slug:name>/review/policy/",
+        views_review.source_review_policy,
+        name="source_review_policy",
+    ),
     path("functions/<str:tool>/<str:switch>/", views.function_toggle, name="function_toggle"),
     # The list and a record share the name "audit" (reverse() tells them apart by their
     # arguments), so the top bar marks "Audit log" as the current section on both.

@@ -8,20 +8,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from functools import wraps
 from typing import Any, TypeVar
 
 from django.conf import settings as django_settings
 from django.contrib import messages
 from django.contrib.auth.models import Group
-from django.contrib.auth.views import redirect_to_login
 from django.core.paginator import Paginator
 from django.http import (
     Http404,
     HttpRequest,
     HttpResponse,
     HttpResponseBase,
-    HttpResponseForbidden,
     JsonResponse,
     StreamingHttpResponse,
 )
@@ -34,11 +31,13 @@ from django_htmx.http import reswap, retarget
 from django_htmx.middleware import HtmxDetails
 from pydantic import ValidationError
 
+from infra import access
 from infra.markdown import markdown_html
 from tools_app import selectors
 from tools_app.manager import audit_selectors
 from tools_app.manager import selectors as manager_selectors
 from tools_app.manager.forms import SettingsForm, ToolTestForm
+from tools_app.manager.review import record_diff
 from tools_app.models import AuditRecord, ToolCall
 from tools_app.runtime import BindContext
 from tools_app.services.binding import CallRequest, toolcall_bind, toolcall_dispatch
@@ -58,20 +57,6 @@ class HtmxHttpRequest(HttpRequest):
     htmx: HtmxDetails
 
 
-def staff_only(view: V) -> V:
-    """Anonymous users go to the login page; signed-in non-staff get 403, not a login loop."""
-
-    @wraps(view)
-    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-        if not request.user.is_authenticated:
-            return redirect_to_login(request.get_full_path())
-        if not request.user.is_staff:
-            return HttpResponseForbidden("The Tools Manager is for staff only.")
-        return view(request, *args, **kwargs)
-
-    return wrapped  # type: ignore[return-value]
-
-
 def _posted_bool(request: HttpRequest, name: str) -> bool:
     # Switch forms post a hidden "0" before the checkbox's "1": the last value wins.
     values = request.POST.getlist(name)
@@ -79,7 +64,7 @@ def _posted_bool(request: HttpRequest, name: str) -> bool:
 
 
 # --- Tools Manager -------------------------------------------------------------------------
-@staff_only
+@access.staff
 @require_GET
 def manager(request: HttpRequest) -> HttpResponse:
     context = {
@@ -96,7 +81,7 @@ def _group_body(request: HtmxHttpRequest, group: str) -> HttpResponse:
     return redirect("tools:manager")
 
 
-@staff_only
+@access.staff
 @require_POST
 def group_toggle(request: HtmxHttpRequest, group: str) -> HttpResponse:
     if selectors.group_named(group) is None:
@@ -105,7 +90,7 @@ def group_toggle(request: HtmxHttpRequest, group: str) -> HttpResponse:
     return _group_body(request, group)
 
 
-@staff_only
+@access.staff
 @require_POST
 def function_toggle(request: HtmxHttpRequest, tool: str, switch: str) -> HttpResponse:
     found = selectors.tool_named(tool)
@@ -117,7 +102,7 @@ def function_toggle(request: HtmxHttpRequest, tool: str, switch: str) -> HttpRes
     return _group_body(request, found.tool_group)
 
 
-@staff_only
+@access.staff
 @require_GET
 def group_docs(request: HtmxHttpRequest, group: str) -> HttpResponse:
     """The group's page of docs/tools/, the one the model reads with docs_read."""
@@ -131,7 +116,7 @@ def group_docs(request: HtmxHttpRequest, group: str) -> HttpResponse:
     return render(request, "tools/group_docs.html", {"row": row, "html": html})
 
 
-@staff_only
+@access.staff
 @require_http_methods(["GET", "POST"])
 def group_edit(request: HtmxHttpRequest, group: str) -> HttpResponse:
     if selectors.group_named(group) is None:
@@ -167,7 +152,7 @@ def _saved_message(label: str, changed: list[str]) -> str:
     return f"{label} settings saved ({', '.join(changed)})."
 
 
-@staff_only
+@access.staff
 @require_http_methods(["GET", "POST"])
 def function_test(request: HtmxHttpRequest, tool: str) -> HttpResponse:
     found = selectors.tool_named(tool)
@@ -214,7 +199,7 @@ def _run_test(request: HtmxHttpRequest, tool: str, arguments: str | dict[str, An
 
 
 # --- audit log -----------------------------------------------------------------------------
-@staff_only
+@access.staff
 @require_GET
 def audit(request: HttpRequest) -> HttpResponse:
     filters = audit_selectors.AuditFilters.from_query(request.GET)
@@ -234,7 +219,7 @@ def audit(request: HttpRequest) -> HttpResponse:
     return render(request, "tools/audit.html", context)
 
 
-@staff_only
+@access.staff
 @require_GET
 def audit_detail(request: HttpRequest, record_id: int) -> HttpResponse:
     record = AuditRecord.objects.select_related("tool_call").filter(pk=record_id).first()
@@ -252,6 +237,9 @@ def audit_detail(request: HttpRequest, record_id: int) -> HttpResponse:
         "conversation": access,
         "related": related,
         "changes": _settings_changes(record),
+        "definition_diff": record_diff(record)
+        if record.kind == AuditRecord.Kind.DEFINITION
+        else None,
     }
     return render(request, "tools/audit_detail.html", context)
 
@@ -278,23 +266,24 @@ def _export(request: HttpRequest, extension: str) -> StreamingHttpResponse:
     return response
 
 
-@staff_only
+@access.staff
 @require_GET
 def audit_export_csv(request: HttpRequest) -> StreamingHttpResponse:
     return _export(request, "csv")
 
 
-@staff_only
+@access.staff
 @require_GET
 def audit_export_jsonl(request: HttpRequest) -> StreamingHttpResponse:
     return _export(request, "jsonl")
 
 
 # --- API -----------------------------------------------------------------------------------
+@access.public("answers 401 JSON itself to anyone not signed in (a script's call)")
 @require_GET
 def tool_schemas(request: HttpRequest) -> JsonResponse:
     """The enabled tools in OpenAI format. Any signed-in user: it is what their agent sees."""
-    if not request.user.is_authenticated:
+    if not access.active(request.user):
         return JsonResponse({"error": "authentication required"}, status=401)
     strict = request.GET.get("strict", "1").lower() not in ("0", "false", "no")
     return JsonResponse(manager_selectors.enabled_tool_schemas(strict=strict))

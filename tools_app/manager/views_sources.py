@@ -12,15 +12,17 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
+from infra import access
 from tools_app.executors.openapi.importer import openapi_document_preview, openapi_import
 from tools_app.manager import selectors as manager_selectors
+from tools_app.manager.source_env_forms import StdioEnvForm
 from tools_app.manager.source_forms import (
     McpConnectionForm,
     McpServerForm,
     OpenApiForm,
     OpenApiImportForm,
 )
-from tools_app.manager.views import HtmxHttpRequest, staff_only
+from tools_app.manager.views import HtmxHttpRequest
 from tools_app.models import ToolSource
 from tools_app.services.sources import SourceError, source_delete
 
@@ -29,21 +31,24 @@ def _manager_at(source: ToolSource) -> str:
     return f"{reverse('tools:manager')}#group-{source.group_name}"
 
 
-def _queue_refresh(source: ToolSource) -> None:
+def _queue_refresh(source: ToolSource, user_id: int | None = None) -> None:
     from tools_app.services.sources import source_state_set
     from tools_app.tasks import refresh_tool_source
 
     source_state_set(source, ToolSource.State.REFRESHING)
-    transaction.on_commit(lambda: refresh_tool_source.apply_async((source.pk,), queue="tools"))
+    transaction.on_commit(
+        lambda: refresh_tool_source.apply_async((source.pk, user_id), queue="tools")
+    )
 
 
-@staff_only
+@access.staff
 @require_http_methods(["GET", "POST"])
 def mcp_new(request: HttpRequest) -> HttpResponse:
     from tools_app.executors.mcp.services import mcp_server_add, parse_headers
 
     form = McpServerForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
+    env_form = StdioEnvForm(request.POST or None)
+    if request.method == "POST" and form.is_valid() and env_form.is_valid():
         data = form.cleaned_data
         stdio = data["transport"] == "stdio"
         try:
@@ -61,21 +66,22 @@ def mcp_new(request: HttpRequest) -> HttpResponse:
                     "workspace": data["workspace"],
                     "network": data["network"],
                 },
+                env=env_form.change,
                 user=request.user,
             )
         except SourceError as exc:
             form.add_error(None, str(exc))
         else:
-            _queue_refresh(source)
+            _queue_refresh(source, request.user.pk)
             messages.success(
                 request,
                 _("MCP server %(name)s registered; discovering its tools…") % {"name": source.name},
             )
             return redirect(_manager_at(source))
-    return render(request, "tools/source_mcp.html", {"form": form})
+    return render(request, "tools/source_mcp.html", {"form": form, "env_form": env_form})
 
 
-@staff_only
+@access.staff
 @require_http_methods(["GET", "POST"])
 def openapi_new(request: HttpRequest) -> HttpResponse:
     """Step one: the document (a URL or an upload), answered with its preview and step two."""
@@ -130,13 +136,13 @@ def _source(name: str) -> ToolSource:
     return source
 
 
-@staff_only
+@access.staff
 @require_POST
 def source_refresh(request: HtmxHttpRequest, name: str) -> HttpResponse:
     source = _source(name)
-    if source.kind != ToolSource.Kind.MCP:
-        raise Http404("only MCP servers are refreshed")
-    _queue_refresh(source)
+    if source.kind != ToolSource.Kind.MCP and not (source.config or {}).get("document_url"):
+        raise Http404("an uploaded document is imported again, not refreshed")
+    _queue_refresh(source, request.user.pk)
     if request.htmx:
         row = manager_selectors.group_row(source.group_name)
         return render(request, "tools/manager.html#group-body", {"row": row})
@@ -144,7 +150,7 @@ def source_refresh(request: HtmxHttpRequest, name: str) -> HttpResponse:
     return redirect(_manager_at(source))
 
 
-@staff_only
+@access.staff
 @require_http_methods(["GET", "POST"])
 def source_status(request: HtmxHttpRequest, name: str) -> HttpResponse:
     """The group's body, polled while a refresh is running."""
@@ -153,10 +159,15 @@ def source_status(request: HtmxHttpRequest, name: str) -> HttpResponse:
     return render(request, "tools/manager.html#group-body", {"row": row})
 
 
-@staff_only
+@access.staff
 @require_http_methods(["GET", "POST"])
 def source_edit(request: HttpRequest, name: str) -> HttpResponse:
-    from tools_app.executors.mcp.services import parse_command, parse_headers
+    from tools_app.executors.mcp.services import (
+        mcp_env_applied,
+        mcp_server_env,
+        parse_command,
+        parse_headers,
+    )
     from tools_app.services.sources import (
         secret_summary,
         source_connection_set,
@@ -170,12 +181,15 @@ def source_edit(request: HttpRequest, name: str) -> HttpResponse:
     stdio = config.get("transport") == "stdio"
     initial = {"command": " ".join(config.get("command") or []), "url": config.get("url", "")}
     form = McpConnectionForm(request.POST or None, initial=initial)
-    if request.method == "POST" and form.is_valid():
+    env_form = StdioEnvForm(request.POST or None, current=mcp_server_env(source), new_rows=2)
+    valid = form.is_valid() and (not stdio or env_form.is_valid())
+    if request.method == "POST" and valid:
         data = form.cleaned_data
         secrets = {} if data["clear_secrets"] else source_secrets(source)
         try:
             if stdio:
                 config["command"] = parse_command(data["command"])
+                config, secrets = mcp_env_applied(config, secrets, env_form.change)
             else:
                 config["url"] = data["url"] or config.get("url", "")
                 if data["headers"].strip():
@@ -186,16 +200,22 @@ def source_edit(request: HttpRequest, name: str) -> HttpResponse:
         except SourceError as exc:
             form.add_error(None, str(exc))
         else:
-            _queue_refresh(source)
+            _queue_refresh(source, request.user.pk)
             messages.success(
                 request, _("%(name)s: connection saved; reconnecting…") % {"name": source.name}
             )
             return redirect(_manager_at(source))
-    context = {"source": source, "form": form, "stdio": stdio, "stored": secret_summary(source)}
+    context = {
+        "source": source,
+        "form": form,
+        "stdio": stdio,
+        "stored": secret_summary(source),
+        "env_form": env_form,
+    }
     return render(request, "tools/source_edit.html", context)
 
 
-@staff_only
+@access.staff
 @require_POST
 def source_remove(request: HttpRequest, name: str) -> HttpResponse:
     source = _source(name)
@@ -206,33 +226,42 @@ def source_remove(request: HttpRequest, name: str) -> HttpResponse:
     return redirect("tools:manager")
 
 
-@staff_only
+@access.staff
 @require_POST
 def function_approval(request: HtmxHttpRequest, tool: str) -> HttpResponse:
     """Who must approve this function's calls. The manager's select posts the mode alone
     (the groups stay); the function page's form posts the groups as well."""
     from tools_app import selectors
     from tools_app.services.settings import SettingsError, function_approval_set
+    from tools_app.services.standing import function_standing_set
 
     found = selectors.tool_named(tool)
     if found is None:
         raise Http404("unknown tool")
     group_ids: list[int] | None = None
+    needed: int | None = None
     if "approvers_posted" in request.POST:
         raw = request.POST.getlist("approver_groups")
         group_ids = [int(v) for v in raw if v.isdigit()]
+        needed_text = request.POST.get("approvals_needed", "1").strip()
+        needed = int(needed_text) if needed_text.isdigit() else 0  # 0: refused as out of range
     try:
         function_approval_set(
             user=request.user,
             tool=tool,
             mode=request.POST.get("approval_mode", ""),
             approver_group_ids=group_ids,
+            approvals_needed=needed,
         )
     except SettingsError as exc:
         if request.htmx:  # the select offers only the modes there are
             raise Http404(str(exc)) from None
         messages.error(request, _("%(tool)s: %(error)s") % {"tool": tool, "error": exc})
     else:
+        if "approvers_posted" in request.POST:
+            function_standing_set(
+                user=request.user, tool=tool, forbidden=bool(request.POST.get("standing_forbidden"))
+            )
         if not request.htmx:  # the rows swapped in say it themselves
             messages.success(request, _("%(tool)s: approval saved.") % {"tool": tool})
     if request.htmx:
@@ -243,7 +272,7 @@ def function_approval(request: HtmxHttpRequest, tool: str) -> HttpResponse:
     return redirect("tools:manager")
 
 
-@staff_only
+@access.staff
 @require_POST
 def function_limits(request: HttpRequest, tool: str) -> HttpResponse:
     from tools_app import selectors

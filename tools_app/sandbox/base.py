@@ -103,9 +103,13 @@ class SpawnRequest:
     network: bool = False
     ro_binds: list[Path] = field(default_factory=list)  # host dirs, read-only at their own path
     name: str = "proc"  # names its container (docker), for operators
+    # Variables only the process may see (API keys): never on a command line or in a
+    # container's configuration (see secret_env); an isolating backend or nothing.
+    secret_env: dict[str, str] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         _check_argv_env(self.argv, self.env)
+        _check_argv_env(self.argv, self.secret_env)
 
 
 @dataclass
@@ -119,6 +123,14 @@ class Spawned:
     sandbox_id: str
     cwd: str | None = None
     cleanup: Callable[[], None] | None = None
+    # Called once the host command runs, before the process is spoken to: hands it what it
+    # waits for (its secret environment, docker); blocks until done, raises SandboxError.
+    deliver: Callable[[], None] | None = None
+
+    def delivered(self) -> None:
+        deliver, self.deliver = self.deliver, None
+        if deliver is not None:
+            deliver()
 
     def close(self) -> None:
         cleanup, self.cleanup = self.cleanup, None

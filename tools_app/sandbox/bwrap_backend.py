@@ -37,6 +37,12 @@ from tools_app.sandbox.base import (
     sandbox_env,
     sink_result,
 )
+from tools_app.sandbox.secret_env import (
+    BWRAP_ENV_DIR,
+    BWRAP_ENV_FILE,
+    launcher_argv,
+    private_env_dir,
+)
 
 FSIZE = 1 << 30  # largest single file a command may write
 NOFILE = 256
@@ -78,10 +84,12 @@ class BubblewrapSandbox(Sandbox):
         data_fds: dict[str, int],
         data_files: dict[str, Path] | None = None,
         ro_binds: list[Path] | None = None,
+        secret_dir: Path | None = None,
     ) -> list[str]:
         """``data_files``: /etc files bound from host files instead of pipes (long-lived
         processes started by another library, which cannot pass descriptors); ``ro_binds``:
-        host directories mounted read-only at their own path (the MCP servers' venv)."""
+        host directories mounted read-only at their own path (the MCP servers' venv);
+        ``secret_dir``: the private directory of a secret environment (``secret_env``)."""
         cmd: list[str] = []
         if self.as_root:
             cmd += ["setpriv", f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups"]
@@ -124,6 +132,8 @@ class BubblewrapSandbox(Sandbox):
             cmd += ["--ro-bind", str(extra), str(extra)]
         for name, path in (data_files or {}).items():
             cmd += ["--ro-bind", str(path), f"/etc/{name}"]
+        if secret_dir is not None:  # writable: the launcher removes the file it read
+            cmd += ["--bind", str(secret_dir), BWRAP_ENV_DIR]
         # Data files go last: bwrap reads each pipe only when it reaches that step, so the last
         # pipe being drained proves every mount before it succeeded (see exec()).
         for name, fd in data_fds.items():
@@ -253,28 +263,41 @@ class BubblewrapSandbox(Sandbox):
             )
         ws = prepare_workspace(workspace_dir, self.uid)
         etc_dir = Path(tempfile.mkdtemp(prefix="cc-spawn-etc-"))
+        secret_dir: Path | None = None
+
+        def cleanup() -> None:
+            shutil.rmtree(etc_dir, ignore_errors=True)
+            if secret_dir is not None:
+                shutil.rmtree(secret_dir, ignore_errors=True)
+
         try:
             files = self._etc_files(False)
             for name, content in files.items():
                 (etc_dir / name).write_bytes(content)
                 (etc_dir / name).chmod(0o644)
             etc_dir.chmod(0o755)  # the sandbox uid reads them
-            request = ExecRequest(argv=req.argv, env=req.env, timeout=SPAWN_CPU_SECONDS)
+            argv = list(req.argv)
+            if req.secret_env:
+                # Never --setenv: bwrap's command line is world-readable (secret_env).
+                secret_dir = private_env_dir(req.secret_env, self.uid)
+                argv = launcher_argv(BWRAP_ENV_FILE, argv)
+            request = ExecRequest(argv=argv, env=req.env, timeout=SPAWN_CPU_SECONDS)
             cmd = self.command(
                 request,
                 workspace=ws,
                 data_fds={},
                 data_files={name: etc_dir / name for name in files},
                 ro_binds=req.ro_binds,
+                secret_dir=secret_dir,
             )
         except BaseException:
-            shutil.rmtree(etc_dir, ignore_errors=True)
+            cleanup()
             raise
         return Spawned(
             argv=cmd,
             env={"PATH": os.environ.get("PATH", HOST_PATH), "LANG": "C.UTF-8"},
             sandbox_id="bwrap",
-            cleanup=lambda: shutil.rmtree(etc_dir, ignore_errors=True),
+            cleanup=cleanup,
         )
 
     def health(self) -> tuple[bool, str]:

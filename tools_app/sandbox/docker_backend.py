@@ -64,6 +64,12 @@ from tools_app.sandbox.docker_runner import (
     RunnerUnavailable,
     docker_frames,
 )
+from tools_app.sandbox.secret_env import (
+    DOCKER_ENV_FILE,
+    DOCKER_FEEDER,
+    env_script,
+    launcher_argv,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -495,10 +501,16 @@ class DockerSandbox(Sandbox):
             )
         ws = prepare_workspace(workspace_dir, self.uid)
         name = spawned_name(req.name, workspace_id)
+        argv = list(req.argv)
+        if req.secret_env:
+            # Not in the container's Env (docker inspect shows it): the launcher waits for
+            # them on the container's own tmpfs, where deliver() writes them (secret_env).
+            script = env_script(req.secret_env)
+            argv = launcher_argv(DOCKER_ENV_FILE, argv)
         cid = self.pool.create_spawned(
             name,
             workspace=ws,
-            argv=list(req.argv),
+            argv=argv,
             environment=sandbox_env(req),
             network=req.network,
             ro_binds=list(req.ro_binds),
@@ -512,7 +524,48 @@ class DockerSandbox(Sandbox):
             env=env,
             sandbox_id=f"docker:{name}",
             cleanup=lambda: self.pool.remove_spawned(cid),
+            deliver=(lambda: self._deliver_env(cid, script)) if req.secret_env else None,
         )
+
+    def _deliver_env(self, cid: str, script: bytes, timeout: float = 60.0) -> None:
+        """Once the container runs, one exec as the sandbox uid writes ``script`` from its
+        stdin into the container's /tmp, where the launcher is waiting for it."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with self.pool.errors():  # a 404: it ended (and was removed) at once
+                state = self.api.inspect_container(cid)["State"]
+            if state.get("Running"):
+                break
+            if state.get("Status") in ("exited", "dead") or time.monotonic() > deadline:
+                raise SandboxError("the server's container did not start")
+            time.sleep(0.02)
+        with self.pool.errors():
+            exec_id = self.api.exec_create(
+                cid, ["sh", "-c", DOCKER_FEEDER], stdin=True, user=f"{self.uid}:{self.uid}"
+            )["Id"]
+            sock = self.api.exec_start(exec_id, socket=True)
+        raw = getattr(sock, "_sock", sock)
+        try:
+            raw.settimeout(max(1.0, deadline - time.monotonic()))
+            raw.sendall(script)
+            raw.shutdown(1)  # EOF: cat ends, the file is renamed into place
+            while raw.recv(4096):
+                pass
+        except OSError as exc:
+            raise SandboxError(f"could not hand the server its environment: {exc}") from None
+        finally:
+            _close(sock)
+        while time.monotonic() < deadline:
+            with self.pool.errors():
+                info = self.api.exec_inspect(exec_id)
+            if not info.get("Running") and info.get("ExitCode") is not None:
+                if info["ExitCode"] != 0:
+                    raise SandboxError(
+                        f"could not hand the server its environment (exit {info['ExitCode']})"
+                    )
+                return
+            time.sleep(0.01)
+        raise SandboxError("could not hand the server its environment in time")
 
     def release(self, workspace_id: str) -> None:
         self.pool.release(workspace_id)

@@ -19,6 +19,7 @@ from tools_app.sandbox.base import (
     OutputCallback,
     OutputSink,
     Sandbox,
+    SandboxError,
     Spawned,
     SpawnRequest,
     sandbox_env,
@@ -73,6 +74,13 @@ class NoSandbox(Sandbox):
         )
 
     def spawn(self, workspace_id: str, workspace_dir: Path, req: SpawnRequest) -> Spawned:
+        if req.secret_env:
+            # Here the server runs as the app's own user, beside every other tool process
+            # of this backend: any of them could read /proc/<pid>/environ.
+            raise SandboxError(
+                "a server with secret environment variables needs an isolating sandbox "
+                "(docker or bubblewrap): with 'none' any tool process could read them"
+            )
         ws = Path(workspace_dir).resolve()
         ws.mkdir(parents=True, exist_ok=True)
         env = sandbox_env(req)

@@ -9,6 +9,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from infra import access
 from tools_app.models import AuditRecord, ToolCall
 from tools_app.services.call_statements import row_insert
 
@@ -66,6 +67,8 @@ def _call_fields(call: ToolCall, changes: dict[str, Any] | None = None) -> dict[
         "duration_ms": get("duration_ms"),
         "worker": call.worker,
         "sandbox_id": get("sandbox_id"),
+        # What the guards found (kind and place, never the value) and what they did.
+        "detail": {"guards": get("guards")} if get("guards") else {},
     }
 
 
@@ -107,7 +110,9 @@ def audit_approval(
     after: Any = None,
     note: str = "",
     reason: str = "",
+    approvals: dict[str, Any] | None = None,
 ) -> AuditRecord:
+    """``approvals``: for a call that needs several, {"count", "needed", "by"} after this one."""
     return AuditRecord.objects.create(
         kind=AuditRecord.Kind.APPROVAL,
         tool_call=call,
@@ -125,14 +130,50 @@ def audit_approval(
             "arguments_after": redact(after),
             **({"note": note} if note else {}),
             **({"reason": reason} if reason else {}),
+            **({"approvals": approvals} if approvals else {}),
+        },
+    )
+
+
+def audit_grant(*, grant: Any, user: Any, group: str, decision: str) -> AuditRecord:
+    """A standing approval granted or revoked without a call (a schedule's pre-approval)."""
+    return AuditRecord.objects.create(
+        kind=AuditRecord.Kind.APPROVAL,
+        user=user,
+        username=getattr(user, "username", ""),
+        group=group,
+        tool=grant.tool,
+        arguments=redact(grant.arguments),
+        status=decision[:40],
+        detail={
+            "decision": decision,
+            "reason": f"standing:{grant.pk}",
+            "schedule": grant.schedule_id,
+            "for": grant.user_id,
+            **({"match": grant.match} if grant.match else {}),
         },
     )
 
 
 def audit_settings_change(
-    *, user: Any, group: str, tool: str = "", before: dict[str, Any], after: dict[str, Any]
+    *,
+    user: Any,
+    group: str,
+    tool: str = "",
+    before: dict[str, Any],
+    after: dict[str, Any],
+    states: dict[str, tuple[str | None, str | None]] | None = None,
 ) -> AuditRecord:
-    changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+    """``states``: key → (before, after) of things whose values are secret and shown as
+    states ("set", "changed", "removed"), written as they are whatever the key's name looks
+    like (``env API_KEY``: the variable's name is not its value)."""
+    states = states or {}
+    changed = sorted(
+        {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
+        | {k for k, (was, now) in states.items() if was != now}
+    )
+    shown_before = redact(before) | {k: was for k, (was, _now) in states.items() if was}
+    shown_after = redact(after) | {k: now for k, (_was, now) in states.items() if now}
     return AuditRecord.objects.create(
         kind=AuditRecord.Kind.SETTINGS,
         user=user,
@@ -140,7 +181,7 @@ def audit_settings_change(
         group=group,
         tool=tool,
         status="changed",
-        detail={"before": redact(before), "after": redact(after), "changed": changed},
+        detail={"before": shown_before, "after": shown_after, "changed": changed},
     )
 
 
@@ -172,7 +213,7 @@ def audit_people_change(
 # The permission that lets a person read conversations that are not theirs. It is declared on
 # chat_app's Conversation model; named here, where the audit log and the screenshots (below
 # the chat app) check it too.
-AUDIT_CONVERSATIONS_PERMISSION = "chat_app.audit_conversations"
+AUDIT_CONVERSATIONS_PERMISSION = access.AUDIT_CONVERSATIONS_PERMISSION
 # Reads of one conversation by one person through one channel within this many seconds are one
 # record: a page that loads its screenshots, or a reloaded page, is one look, not twenty.
 READ_RECORD_WINDOW_SECONDS = 60

@@ -1,8 +1,10 @@
 """Binding: turn a requested call into a ToolCall that may run, or a clear refusal.
 
 Validate-then-act, in this order: the tool exists → it is granted to the person → it is
-offered to this agent (within the scope of whoever originated the call) → it is enabled → the
-arguments are JSON → they match the schema → policy allows them → limits → approval.
+offered to this agent (within the scope of whoever originated the call) → its definition is
+not held for review (imported tools) → it is enabled → the arguments are JSON → they match the
+schema → policy allows them → the person's own connection (a per-person source) → limits →
+approval.
 A call that fails a step is stored already finished, with ``{"success": false, "error": ...}``
 as its result, so the model reads exactly what the card shows.
 """
@@ -24,19 +26,30 @@ from pydantic import ValidationError
 
 from infra import metrics, tracing
 from infra.celery_app import app as celery_app
+from infra.safe_json import JsonTooDeep, json_loads_safe
 from tools_app import selectors
+from tools_app.connections.services import NOT_CONNECTED, connection_refusal
 from tools_app.errors import PolicyDenied, ToolError
+from tools_app.guards import guard_arguments
+from tools_app.imported import held_reason
 from tools_app.models import ToolCall
 from tools_app.registry import GROUPS, TOOLS, BaseTool, GroupSettings, get_tool, is_latent
 from tools_app.runtime import BindContext, scope_narrow
 from tools_app.services.approval_notify import approval_waiting
 from tools_app.services.audit import audit_call
 from tools_app.services.call_statements import row_insert
-from tools_app.services.grants import NOT_GRANTED, granted_tools, not_granted_reason
+from tools_app.services.grants import (
+    NOT_GRANTED,
+    NothingGranted,
+    granted_tools,
+    inactive_reason,
+    not_granted_reason,
+)
 
 logger = logging.getLogger(__name__)
 
 REASONING_FIELD = "_reasoningForCall"
+REVIEW = "review"  # the verdict of a call to an imported function held for an admin's review
 RUN_TOOL_CALL_TASK = "tools_app.tasks.run_tool_call"  # sent by name: tasks import execution
 
 
@@ -60,11 +73,14 @@ class CallRequest:
 
 
 class _Refused(Exception):
-    def __init__(self, status: str, error: str, *, verdict: str = "") -> None:
+    def __init__(
+        self, status: str, error: str, *, verdict: str = "", data: dict[str, Any] | None = None
+    ) -> None:
         super().__init__(error)
         self.status = status
         self.error = error
         self.verdict = verdict
+        self.data = data or {}
 
 
 def format_validation_error(tool: str, exc: ValidationError) -> str:
@@ -93,7 +109,9 @@ def _parse_arguments(request: CallRequest) -> dict[str, Any]:
     if isinstance(raw, dict):
         return _valid_text(request, dict(raw))
     try:
-        value = json.loads(raw)
+        value = json_loads_safe(raw)
+    except JsonTooDeep as exc:
+        raise _Refused(ToolCall.Status.FAILED, f"arguments for {request.tool}: {exc}") from None
     except json.JSONDecodeError as exc:
         raise _Refused(
             ToolCall.Status.FAILED,
@@ -142,6 +160,9 @@ def _lookup(
     granted = granted_tools(user_id, config)  # from memory while the token stands
     tool = get_tool(request.tool)
     if tool is None:
+        held = held_reason(request.tool)  # an imported function waiting for a review
+        if held is not None:
+            raise _Refused(ToolCall.Status.DENIED, held, verdict=REVIEW)
         offered = set(TOOLS if allowed_tools is None else allowed_tools & set(TOOLS))
         if granted is not None:
             offered &= granted
@@ -153,19 +174,38 @@ def _lookup(
     _check_available(tool.tool_name, unavailable)
     # Whoever asks, by whatever way: the person's grants (the union of their groups').
     if granted is not None and tool.tool_name not in granted:
-        raise _Refused(
-            ToolCall.Status.DENIED, not_granted_reason(tool.tool_name), verdict=NOT_GRANTED
+        reason = (
+            inactive_reason()
+            if isinstance(granted, NothingGranted)
+            else not_granted_reason(tool.tool_name)
         )
+        raise _Refused(ToolCall.Status.DENIED, reason, verdict=NOT_GRANTED)
     if allowed_tools is not None and tool.tool_name not in allowed_tools:
         raise _Refused(
             ToolCall.Status.DENIED,
             f"tool {tool.tool_name!r} is not available to this agent",
             verdict="denied",
         )
+    hold = getattr(tool, "review_hold", "")
+    if hold:  # its server changed it: the pinned copy is offered, not run, until reviewed
+        raise _Refused(ToolCall.Status.DENIED, hold, verdict=REVIEW)
     state = selectors.tool_state(tool, config)
     if state.disabled_reason:
         raise _Refused(ToolCall.Status.DENIED, state.disabled_reason, verdict="denied")
     return tool, state
+
+
+def toolcall_refusal_now(call: ToolCall) -> tuple[str, str] | None:
+    """Why binding would refuse ``call`` if it were asked for now — the tool gone, no longer
+    granted to the person, outside the scope it was asked within, or switched off — as
+    (error, policy verdict); None if it may still run. For a call that waited (an approval):
+    what was true when it was bound may not be when it is decided."""
+    scope = set(call.scope) if call.scope is not None else None
+    try:
+        _lookup(CallRequest(tool=call.tool, arguments=None), scope, user_id=call.user_id)
+    except _Refused as refused:
+        return refused.error, refused.verdict or "denied"
+    return None
 
 
 def _check_available(name: str, unavailable: Mapping[str, str] | None) -> None:
@@ -189,7 +229,7 @@ def _check_limits(
     per_turn = limits.per_turn if limits and turn_id is not None else 0
     per_conversation = limits.per_conversation if limits and conversation_id is not None else 0
     if per_turn or per_conversation:
-        ran = ToolCall.objects.filter(policy_verdict="allowed")
+        ran = ToolCall.objects.filter(policy_verdict="allowed", imported=False)
         if per_conversation and conversation_id is not None:
             # One query for both: a turn's calls all belong to its conversation.
             counts = ran.filter(conversation_id=conversation_id).aggregate(
@@ -214,7 +254,7 @@ def _check_limits(
     if per_minute:
         since = timezone.now() - timedelta(seconds=60)
         recent = ToolCall.objects.filter(
-            policy_verdict="allowed", tool=tool.tool_name, created_at__gte=since
+            policy_verdict="allowed", tool=tool.tool_name, created_at__gte=since, imported=False
         ).count()
         if recent >= per_minute:
             raise _Refused(
@@ -242,6 +282,18 @@ def _check_gate(call: ToolCall) -> None:
     refusal = _gate(call)
     if refusal is not None:
         raise _Refused(ToolCall.Status.DENIED, refusal, verdict="quota")
+
+
+# Standing approvals (services/standing.py, set at ready()): for a call that would wait,
+# makes it queued as approved by a matching standing approval, and returns what to record
+# once the call is stored; None when none matches.
+StandingCheck = Callable[[ToolCall], "Callable[[], None] | None"]
+_standing: StandingCheck | None = None
+
+
+def standing_check_set(check: StandingCheck | None) -> None:
+    global _standing
+    _standing = check
 
 
 @dataclass
@@ -348,6 +400,16 @@ def toolcall_check(
                 f"arguments for {tool.tool_name} contain a NUL character (\\u0000), which no "
                 "text field can hold",
             )
+        # A per-person source: the person's own connection, before any approval is asked.
+        connect = connection_refusal(tool, user_id=ctx.user_id)
+        if connect is not None:
+            raise _Refused(
+                ToolCall.Status.FAILED, connect[0], verdict=NOT_CONNECTED, data=connect[1]
+            )
+        try:  # guards on the arguments, then escalation after untrusted content
+            escalated = guard_arguments(call=call, tool=tool, settings=settings, ctx=ctx)
+        except PolicyDenied as exc:
+            raise _Refused(ToolCall.Status.DENIED, exc.reason, verdict="guard") from None
     except _Refused as refused:
         _refuse(call, refused)
         return CheckedCall(call)
@@ -359,10 +421,14 @@ def toolcall_check(
         return CheckedCall(call)
     call.policy_verdict = "allowed"
     call.latent = is_latent(tool)
-    if state.requires_approval:
+    if state.requires_approval or escalated:
         call.status = ToolCall.Status.AWAITING_APPROVAL
-        call.approval_mode = state.approval_mode  # who decides: fixed when the call is made
+        call.policy_reason = escalated  # shown on the card: why a guard asks a person
+        # Who decides: fixed when the call is made (the requester, when only a guard asks).
+        call.approval_mode = state.approval_mode if state.requires_approval else "requester"
         call.approver_group_ids = list(state.approver_group_ids)
+        if state.approval_mode == "approver":  # the requester confirms alone
+            call.approvals_needed = state.approvals_needed
     else:
         call.status = ToolCall.Status.QUEUED
     return CheckedCall(call, tool, settings, state.calls_per_minute)
@@ -392,7 +458,18 @@ def toolcall_store(
             _check_gate(call)
         except _Refused as refused:
             _refuse(call, refused)
+    approved = None
+    # A call a guard holds (a secret in its arguments, a sink after untrusted content: its
+    # policy_reason) waits for a person whatever was remembered for calls like it.
+    if (
+        call.status == ToolCall.Status.AWAITING_APPROVAL
+        and _standing is not None
+        and not call.policy_reason
+    ):
+        approved = _standing(call)
     row_insert(call)  # call.save(), its INSERT compiled once (call_statements)
+    if approved is not None:
+        approved()  # its audit record, now that the call has an id
     if call.status == ToolCall.Status.AWAITING_APPROVAL:
         transaction.on_commit(partial(approval_waiting, call))  # approvers are told
     if call.status != ToolCall.Status.QUEUED:
@@ -444,7 +521,7 @@ def _refuse(call: ToolCall, refused: _Refused) -> None:
     call.policy_verdict = refused.verdict
     if refused.verdict:
         call.policy_reason = refused.error
-    call.result = {"success": False, "error": refused.error}
+    call.result = {"success": False, "error": refused.error, **refused.data}
     call.finished_at = timezone.now()
     call.duration_ms = 0
 

@@ -17,14 +17,17 @@ from datetime import timedelta
 from typing import Any, cast
 
 from django.conf import settings as django_settings
-from django.db import transaction
+from django.db import InterfaceError, OperationalError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
 from infra import metrics, tracing
+from infra.logs import log_context
+from infra.maintenance import close_connections_quietly
 from tools_app import selectors
 from tools_app.errors import PolicyDenied, ToolCancelled, ToolError, ToolTimeout
 from tools_app.events import toolcall_publish
+from tools_app.guards import guard_result
 from tools_app.models import AuditRecord, ToolCall
 from tools_app.registry import (
     activity_name,
@@ -83,6 +86,11 @@ def toolcall_execute(*, tool_call_id: int, trace: str = "") -> None:
     if claimed is None:  # cancelled (or taken) before it started
         return
     call, audit_open = claimed
+    with log_context(call=call.pk, turn=call.turn_id, conversation=call.conversation_id):
+        _execute_traced(call, audit_open, trace)
+
+
+def _execute_traced(call: ToolCall, audit_open: bool, trace: str) -> None:
     if not tracing.enabled():
         _execute(call, audit_open)
         return
@@ -167,8 +175,12 @@ def _execute(call: ToolCall, audit_open: bool) -> ActivityContext[Any]:
             result = {"success": False, "error": error}
         if output and not error_data:
             result["output"] = output[-4000:]
+    # Guards on the result, before anything can read it (the model, the card, /mcp/, /v1).
+    result, guards = _guarded(call, result, config.settings(call.group))
+    if status == ToolCall.Status.SUCCEEDED and result.get("success") is False:
+        status, error = ToolCall.Status.FAILED, str(result.get("error", ""))
     result["duration_ms"] = duration_ms
-    toolcall_finish(
+    _finish_on_a_working_connection(
         call,
         status=status,
         result=result,
@@ -179,8 +191,46 @@ def _execute(call: ToolCall, audit_open: bool) -> ActivityContext[Any]:
         only_if=ToolCall.Status.RUNNING,
         current=True,
         audit_open=audit_open,
+        guards=guards,
     )
     return ctx
+
+
+def _guarded(
+    call: ToolCall, result: dict[str, Any], settings: Any
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    try:
+        return guard_result(call, result, settings)
+    except Exception:  # a guard that breaks withholds the result rather than pass it unread
+        logger.exception("the result guards of call %s crashed", call.pk)
+        error = "the guards could not check this result (an internal error, logged)"
+        return {"success": False, "error": error}, list(call.guards or [])
+
+
+FINISH_RETRY_SECONDS = (0.5, 1.0, 2.0, 4.0)
+
+
+def _finish_on_a_working_connection(call: ToolCall, **finish: Any) -> None:
+    """``toolcall_finish``, tried again on a new connection when the database connection was
+    lost while the activity ran (a restart or failover terminates every connection): the call
+    ends with its own result instead of waiting for the reaper to fail it as "worker lost".
+    Trying again is safe: the end is a conditional UPDATE on the claimed version, so an end
+    that was stored before the connection went finds nothing to change the second time."""
+    for delay in (*FINISH_RETRY_SECONDS, None):
+        try:
+            toolcall_finish(call, **finish)
+            return
+        except (OperationalError, InterfaceError) as exc:
+            if delay is None:
+                raise
+            logger.warning(
+                "tool call %s: the database connection was lost (%s); finishing the call on "
+                "a new one",
+                call.pk,
+                str(exc).strip(),
+            )
+            close_connections_quietly("tool call finish")
+            time.sleep(delay)
 
 
 def _storable(result: dict[str, Any]) -> dict[str, Any]:
@@ -225,6 +275,7 @@ def toolcall_finish(
     only_if: str | tuple[str, ...],
     current: bool = False,
     audit_open: bool = True,
+    guards: list[dict[str, Any]] | None = None,
 ) -> bool:
     """Move a call to a terminal status exactly once, then publish and signal it.
 
@@ -247,6 +298,8 @@ def toolcall_finish(
         fields["duration_ms"] = duration_ms
     if sandbox_id:
         fields["sandbox_id"] = sandbox_id
+    if guards:
+        fields["guards"] = guards
     if current:
         if not _finish_current(call, allowed, fields, audit_open=audit_open):
             return False

@@ -65,6 +65,18 @@ def not_granted_reason(tool: str) -> str:
     return f"{tool} is not granted to you — ask an admin"
 
 
+class NothingGranted(frozenset[str]):
+    """The grants of a deactivated account: none, whatever its groups say (binding names the
+    reason: ``inactive_reason``)."""
+
+
+INACTIVE = NothingGranted()
+
+
+def inactive_reason() -> str:
+    return "your account has been deactivated: no tool runs for it"
+
+
 # --- the cached reads ----------------------------------------------------------------------
 _lock = threading.Lock()
 _token: str | None = None
@@ -145,12 +157,14 @@ def _compute(
     row = (
         get_user_model()
         .objects.filter(pk=user_id)
-        .values_list("is_staff", "is_superuser")
+        .values_list("is_staff", "is_superuser", "is_active")
         .order_by()
         .first()
     )
     if row is None:
         return frozenset()
+    if not row[2]:  # deactivated: every way in is refused, staff or not (a save moves the token)
+        return INACTIVE
     if row[0] or row[1]:
         return None
     group_ids = set(Group.objects.filter(user__pk=user_id).order_by().values_list("pk", flat=True))
@@ -271,7 +285,7 @@ def grants_forget_source(name: str) -> None:
 
 
 # --- what moves the token ------------------------------------------------------------------
-_STAFF_FIELDS = {"is_staff", "is_superuser"}
+_STAFF_FIELDS = {"is_staff", "is_superuser", "is_active"}
 
 
 def _bump(sender: Any, **kwargs: Any) -> None:

@@ -17,7 +17,7 @@ from django.utils.translation import gettext as _
 from pydantic import SecretStr
 
 from tools_app import selectors
-from tools_app.models import ToolFunctionConfig, ToolGroupConfig
+from tools_app.models import MAX_APPROVALS, ToolFunctionConfig, ToolGroupConfig
 from tools_app.registry import BaseTool, GroupSettings, ToolGroup, secret_fields
 from tools_app.services.audit import audit_settings_change
 
@@ -139,18 +139,29 @@ def function_switch_set(*, user: Any, tool: str, switch: str, value: bool) -> To
 
 
 def function_approval_set(
-    *, user: Any, tool: str, mode: str, approver_group_ids: Iterable[int] | None = None
+    *,
+    user: Any,
+    tool: str,
+    mode: str,
+    approver_group_ids: Iterable[int] | None = None,
+    approvals_needed: int | None = None,
 ) -> ToolFunctionConfig:
     """Who must decide a call of this function: nobody (none), the person who asked
-    (requester), or a member of the approver groups (approver). ``approver_group_ids``: None
-    keeps the groups as they are."""
+    (requester), or a member of the approver groups (approver) — ``approvals_needed`` of
+    them, distinct (1 to MAX_APPROVALS). ``approver_group_ids`` / ``approvals_needed``: None
+    keeps them as they are."""
     found = _tool(tool)
     if mode not in APPROVAL_MODES:
         raise SettingsError(_("unknown approval mode %(mode)s") % {"mode": f"{mode!r}"})
+    if approvals_needed is not None and not 1 <= approvals_needed <= MAX_APPROVALS:
+        raise SettingsError(
+            _("approvals needed must be between 1 and %(max)s") % {"max": MAX_APPROVALS}
+        )
     with transaction.atomic():
         config, _created = ToolFunctionConfig.objects.select_for_update().get_or_create(name=tool)
         before_groups = sorted(config.approver_groups.values_list("name", flat=True))
-        before = {"approval_mode": config.approval_mode, "approvers": before_groups}
+        before: dict[str, Any] = {"approval_mode": config.approval_mode, "approvers": before_groups}
+        before_needed = config.approvals_needed
         if approver_group_ids is not None:
             ids = set(approver_group_ids)
             groups = list(Group.objects.filter(pk__in=ids))
@@ -158,10 +169,13 @@ def function_approval_set(
                 raise SettingsError(_("unknown approver group"))
             config.approver_groups.set(groups)
         after_groups = sorted(config.approver_groups.values_list("name", flat=True))
-        after = {"approval_mode": mode, "approvers": after_groups}
-        if config.approval_mode != mode:
-            config.approval_mode = mode
-            config.save(update_fields=["approval_mode", "updated_at"])
+        needed = config.approvals_needed if approvals_needed is None else approvals_needed
+        after: dict[str, Any] = {"approval_mode": mode, "approvers": after_groups}
+        if (before_needed, needed) != (1, 1):  # recorded once anyone asked for more than one
+            before["approvals_needed"], after["approvals_needed"] = before_needed, needed
+        if (config.approval_mode, config.approvals_needed) != (mode, needed):
+            config.approval_mode, config.approvals_needed = mode, needed
+            config.save(update_fields=["approval_mode", "approvals_needed", "updated_at"])
         if before != after:
             audit_settings_change(
                 user=user, group=found.tool_group, tool=tool, before=before, after=after

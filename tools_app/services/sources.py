@@ -1,4 +1,6 @@
 """Writes for imported tool sources (MCP servers, OpenAPI documents) and their credentials.
+What a server lists after a source is created goes through the review of pinned definitions
+(tools_app.services.pins).
 
 A source is created with its group's settings and an audit record in one transaction; its
 ``revision`` is bumped whenever its functions or its connection change. Each of these writes
@@ -25,6 +27,8 @@ from tools_app.imported import assign_names
 from tools_app.models import ToolFunctionConfig, ToolGroupConfig, ToolSource
 from tools_app.registry import GROUPS
 from tools_app.services.audit import audit_settings_change
+from tools_app.services.pins import pinned
+from tools_app.services.source_env import env_audit
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
 
@@ -82,6 +86,8 @@ def secret_summary(source: ToolSource) -> list[str]:
     for key, value in secrets.items():
         if key == "headers" and isinstance(value, dict):
             out.extend(f"header {h}" for h in value)
+        elif key == "env" and isinstance(value, dict):
+            out.extend(f"env {name}" for name in value)
         elif value:
             out.append(key.replace("_", " "))
     return out
@@ -100,20 +106,6 @@ def functions_with_names(
         tools=selectors.registered_tools(),
     )
     return [{**f, "name": names[f.get("remote") or f["name"]]} for f in functions]
-
-
-def source_functions_set(source: ToolSource, functions: list[dict[str, Any]]) -> bool:
-    """Store newly discovered functions; bump the revision only when they changed."""
-    named = functions_with_names(source, functions)
-    now = timezone.now()
-    if named == (source.functions or []):
-        ToolSource.objects.filter(pk=source.pk).update(refreshed_at=now)
-        return False
-    ToolSource.objects.filter(pk=source.pk).update(
-        functions=named, refreshed_at=now, revision=F("revision") + 1
-    )
-    source.refresh_from_db()
-    return True
 
 
 def source_state_set(source: ToolSource, state: str, error: str = "") -> None:
@@ -148,9 +140,11 @@ def source_create(
             created_by=user if getattr(user, "pk", None) else None,
         )
         source_secrets_set(source, secrets)
-        source.functions = functions_with_names(source, functions) if functions else []
+        # Creating a source accepts what it offers now: each function is pinned as it is
+        # (a source made without functions, an MCP server, pins its first listing).
+        source.functions = pinned(functions_with_names(source, functions), kind)
         if functions:
-            source.refreshed_at = timezone.now()
+            source.refreshed_at = source.pinned_at = timezone.now()
         source.save()
         ToolGroupConfig.objects.update_or_create(
             name=source.group_name, defaults={"settings": settings, "enabled": True}
@@ -160,13 +154,22 @@ def source_create(
             group=source.group_name,
             before={},
             after={"source": f"{kind}:{name}", **_shown_config(config), **settings},
+            states=_env_states(({}, {}), (config, secrets)),
         )
     return source
 
 
 def _shown_config(config: dict[str, Any]) -> dict[str, Any]:
-    # Config holds no secrets by construction; the spec document itself is too long to log.
-    return {k: v for k, v in config.items() if k not in ("document",)}
+    # Config holds no secrets by construction; the spec document itself is too long to log;
+    # environment variables are shown one by one (_env_states).
+    return {k: v for k, v in config.items() if k not in ("document", "env")}
+
+
+def _env_states(
+    before: tuple[dict[str, Any], dict[str, Any]], after: tuple[dict[str, Any], dict[str, Any]]
+) -> dict[str, tuple[str | None, str | None]]:
+    was, now = env_audit(before, after)
+    return {key: (was.get(key), now.get(key)) for key in [*was, *now]}
 
 
 def source_connection_set(
@@ -174,6 +177,7 @@ def source_connection_set(
 ) -> ToolSource:
     """Change how a source is reached (command, URL, auth); processes reconnect."""
     before = _shown_config(source.config or {})
+    states = _env_states((source.config or {}, source_secrets(source)), (config, secrets))
     with transaction.atomic():
         source.config = config
         source_secrets_set(source, secrets)
@@ -181,7 +185,11 @@ def source_connection_set(
         source.save(update_fields=["config", "secrets", "revision"])
         source.refresh_from_db()
         audit_settings_change(
-            user=user, group=source.group_name, before=before, after=_shown_config(config)
+            user=user,
+            group=source.group_name,
+            before=before,
+            after=_shown_config(config),
+            states=states,
         )
     return source
 

@@ -37,10 +37,12 @@ class Command(BaseCommand):
                 "REDIS_URL); in embedded mode `manage.py serve` runs it in-process"
             )
         from chat_app.runner import AgentRunner
+        from chat_app.services.process_beats import process_join
         from infra.observability import observability_start
 
         observability_start("runner")  # METRICS_PORT, OTEL_*
         runner = AgentRunner(name=name or None, capacity=capacity or None)
+        process_join("runner", name=runner.name)  # `manage.py health --kind runner` reads it
         self.stdout.write(f"agent runner {runner.name} (capacity {runner.capacity})")
         self.stdout.flush()
         runner.run_forever()

@@ -38,6 +38,10 @@ class Command(BaseCommand):
         from infra.observability import observability_start
 
         observability_start("web")  # its metrics: /metrics; traces if OTEL_* say so
+        if settings.MODE == "distributed":
+            from chat_app.services.process_beats import process_join
+
+            process_join("web")  # its heartbeat and markers: /healthz/ready compares them
         provider_seed_from_env()
         if settings.MODE == "embedded" and not no_worker:
             from chat_app.embedded import start_embedded_worker

@@ -13,14 +13,17 @@ Every error answers in one shape (``platform_app.api.errors``), the same as ``/v
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, cast
 
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError
 from ninja.errors import ValidationError as NinjaValidationError
+from ninja.parser import Parser
 
+from infra import access
+from infra.safe_json import JsonTooDeep, json_loads_safe
 from platform_app.api.errors import ApiError, error_body
 from platform_app.api.rest import admin, conversations, mine, toolcalls
 from platform_app.api_tokens import MISSING
@@ -34,11 +37,23 @@ Everything acts as the token's owner, through the same grants, approvals, privac
 audit log as the web pages. Lists are cursor-paginated (`next_cursor`); errors are
 `{"error": {"message", "type", "code", "param"}}`. docs/API_GUIDE.md has examples."""
 
+
+class SafeParser(Parser):
+    """Request bodies through the one loader with a nesting limit (infra/safe_json.py)."""
+
+    def parse_body(self, request: HttpRequest) -> dict[str, Any]:
+        try:
+            return cast(dict[str, Any], json_loads_safe(request.body))
+        except JsonTooDeep as exc:
+            raise ApiError(400, f"the request body is {exc}", code="json_too_deep") from None
+
+
 api = NinjaAPI(
     title="Control Center API",
     version="1",
     description=DESCRIPTION,
     urls_namespace="rest",
+    parser=SafeParser(),
 )
 api.add_router("", mine.router)
 api.add_router("", conversations.router)
@@ -81,6 +96,8 @@ def _not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
 
 @api.exception_handler(HttpError)
 def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    if isinstance(exc.__cause__, ApiError):  # ninja wraps what the parser raised
+        return _respond(request, exc.__cause__)
     return _respond(request, ApiError(exc.status_code, str(exc)))
 
 
@@ -96,6 +113,7 @@ def _crash(request: HttpRequest, exc: Exception) -> HttpResponse:
     return api.create_response(request, body, status=500)
 
 
+@access.token("an unknown /api/ path: the API's 404 JSON, nothing read")
 def unknown_path(request: HttpRequest) -> HttpResponse:
     """Anything else under /api/: the API's 404, not the web page's."""
     body = error_body(404, f"no route {request.method} {request.path}", code="unknown_url")

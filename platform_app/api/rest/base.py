@@ -16,6 +16,7 @@ from django.http import HttpRequest, HttpResponse
 from ninja import Schema
 from ninja.security import HttpBearer
 
+from infra.safe_json import json_loads_safe
 from platform_app.api.errors import ApiError, refusal_error
 from tools_app.models import ApiToken
 
@@ -111,8 +112,8 @@ class Cursor:
     def _decode(self, cursor: str) -> list[Any]:
         try:
             raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-            values = json.loads(raw)
-        except (binascii.Error, ValueError, UnicodeDecodeError):
+            values = json_loads_safe(raw)
+        except (binascii.Error, ValueError):  # UnicodeDecodeError, JsonTooDeep too
             values = None
         if not isinstance(values, list) or len(values) != len(self.fields):
             raise ApiError(400, "the cursor is not one this API gave", code="invalid_cursor")

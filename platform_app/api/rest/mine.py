@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router
 
 from chat_app.services import privacy
-from platform_app import reports, self_service
+from platform_app import preapprovals, reports, self_service
 from platform_app.api.errors import ApiError
 from platform_app.api.rest.base import errors, scope, token_of, user_of
 from platform_app.api.rest.schemas import (
@@ -18,14 +18,17 @@ from platform_app.api.rest.schemas import (
     CoreMemoryOut,
     MemoryOut,
     MeOut,
+    PreapprovalOut,
+    PreapproveIn,
     ReportOut,
     ScheduleIn,
     ScheduleOut,
     SchedulePatch,
 )
 from platform_app.api.v1 import services as v1
-from platform_app.api_tokens import rate_limit_of
+from platform_app.api_tokens import api_token_turn_scope, rate_limit_of
 from platform_app.models import Schedule
+from tools_app.services.approval import ApprovalError
 
 router = Router(tags=["yours"])
 
@@ -64,6 +67,20 @@ def _invalid(exc: Exception) -> ApiError:
     return ApiError(422, str(exc), code="invalid_schedule")
 
 
+def _preapprove(request: HttpRequest, given: list[Any] | None) -> list[dict[str, Any]] | None:
+    """The pre-approvals posted, if this token may approve (scope ``approve``)."""
+    if given is None:
+        return None
+    if "approve" not in token_of(request).scopes:
+        raise ApiError(
+            403,
+            "pre-approving calls needs a token with the approve scope",
+            code="forbidden",
+            param="preapprove",
+        )
+    return [item.model_dump(mode="json") for item in given]
+
+
 @router.get("/schedules", response={200: list[ScheduleOut], **errors()}, auth=scope("read"))
 def schedule_list(request: HttpRequest) -> Any:
     from platform_app.schedules import schedules_for
@@ -74,7 +91,8 @@ def schedule_list(request: HttpRequest) -> Any:
 @router.post("/schedules", response={201: ScheduleOut, **errors()}, auth=scope("write"))
 def schedule_create(request: HttpRequest, body: ScheduleIn) -> Any:
     """A schedule of yours: ``message`` runs as your turn at each ``cron`` time (checked as
-    on the My schedules page: the Schedules group's limits apply)."""
+    on the My schedules page: the Schedules group's limits apply), within this token's tools
+    (as a turn it starts through ``/v1`` would be)."""
     form = self_service.ScheduleForm(
         name=body.name.strip(),
         cron=body.cron.strip(),
@@ -82,8 +100,15 @@ def schedule_create(request: HttpRequest, body: ScheduleIn) -> Any:
         timezone=body.timezone.strip() or self_service.default_zone(),
         enabled=body.enabled,
     )
+    preapprove = _preapprove(request, body.preapprove)
     try:
-        schedule = self_service.my_schedule_create(user_id=user_of(request).pk, form=form)
+        schedule = self_service.my_schedule_create(
+            user_id=user_of(request).pk,
+            form=form,
+            tool_scope=api_token_turn_scope(token_of(request)),
+            preapprove=preapprove,
+            approver=user_of(request),
+        )
     except self_service.ScheduleInvalid as exc:
         raise _invalid(exc) from None
     return 201, schedule
@@ -100,6 +125,8 @@ def schedule_read(request: HttpRequest, schedule_id: int) -> Any:
     "/schedules/{schedule_id}", response={200: ScheduleOut, **errors(404)}, auth=scope("write")
 )
 def schedule_change(request: HttpRequest, schedule_id: int, body: SchedulePatch) -> Any:
+    """Change a schedule of yours. Its tools narrow to this token's (never widen): whatever
+    it runs from now on, this token could have run."""
     schedule = _schedule(request, schedule_id)
     form = self_service.ScheduleForm(
         name=(body.name if body.name is not None else schedule.name).strip(),
@@ -108,10 +135,40 @@ def schedule_change(request: HttpRequest, schedule_id: int, body: SchedulePatch)
         timezone=(body.timezone if body.timezone is not None else schedule.timezone).strip(),
         enabled=body.enabled if body.enabled is not None else schedule.enabled,
     )
+    preapprove = _preapprove(request, body.preapprove)
     try:
-        return self_service.my_schedule_update(schedule=schedule, form=form)
+        return self_service.my_schedule_update(
+            schedule=schedule,
+            form=form,
+            tool_scope=api_token_turn_scope(token_of(request)),
+            preapprove=preapprove,
+            approver=user_of(request),
+        )
     except self_service.ScheduleInvalid as exc:
         raise _invalid(exc) from None
+
+
+@router.post(
+    "/schedules/{schedule_id}/preapprovals",
+    response={201: list[PreapprovalOut], **errors(404)},
+    auth=scope("approve"),
+)
+def schedule_preapprove(request: HttpRequest, schedule_id: int, body: PreapproveIn) -> Any:
+    """Pre-approve calls for the runs of a schedule — yours, or (an approver) another
+    person's whose calls of these functions you may decide. Nothing else of it changes;
+    422 with words when you may not decide one of them (all or none are granted)."""
+    found = preapprovals.schedule_for_approver(user=user_of(request), schedule_id=schedule_id)
+    if found is None:
+        raise ApiError(404, "schedule not found", code="not_found")
+    try:
+        grants = preapprovals.schedule_preapprove_for(
+            schedule=found,
+            approver=user_of(request),
+            data=[item.model_dump(mode="json") for item in body.preapprove],
+        )
+    except ApprovalError as exc:
+        raise ApiError(422, exc.message, code="invalid_preapproval", param="preapprove") from None
+    return 201, grants
 
 
 @router.delete("/schedules/{schedule_id}", response={204: None, **errors(404)}, auth=scope("write"))

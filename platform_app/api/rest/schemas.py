@@ -126,11 +126,21 @@ class ToolCallOut(Schema):
     error: str
     approval_mode: str
     approvers: str
+    approvals_needed: int = Field(
+        default=1, description="distinct approvers who must approve before the call runs"
+    )
+    approved_by: list[str] = Field(
+        default_factory=list, description="who approved so far, a call that needs several"
+    )
     decided_by: str | None
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
     duration_ms: int | None
+    imported: bool = Field(
+        default=False,
+        description="a record from an imported conversation: never ran here, counted nowhere",
+    )
 
     @staticmethod
     def of(call: ToolCall) -> ToolCallOut:
@@ -147,11 +157,16 @@ class ToolCallOut(Schema):
             error=call.error,
             approval_mode=call.approval_mode,
             approvers=call.approvers_label,
+            approvals_needed=call.approvals_needed,
+            approved_by=(
+                [a.username for a in call.approvals.all()] if call.approvals_needed > 1 else []
+            ),
             decided_by=call.decided_by.get_username() if call.decided_by else None,
             created_at=call.created_at,
             started_at=call.started_at,
             finished_at=call.finished_at,
             duration_ms=call.duration_ms,
+            imported=call.imported,
         )
 
 
@@ -163,6 +178,13 @@ class ToolCallPage(Schema):
 class ApproveIn(In):
     arguments: dict[str, Any] | None = Field(
         default=None, description="edited arguments (checked again); null: as asked"
+    )
+    widening: dict[str, Any] | None = Field(
+        default=None,
+        description=(
+            'remember this approval: {"scope": "conversation"|"person", "match": {argument: '
+            '"equals"|"prefix"|"host"}, "until": ISO time (person)}; null: this call only'
+        ),
     )
     note: str = Field(default="", max_length=2000)
 
@@ -237,6 +259,30 @@ class AuditPage(Schema):
 # --- schedules, memory, reports -------------------------------------------------------------
 
 
+class PreapprovalIn(In):
+    tool: str = Field(min_length=1, max_length=64, description="the function")
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    match: dict[str, str] = Field(
+        default_factory=dict,
+        description="argument → equals (the default), prefix (a workspace path) or host",
+    )
+    until: datetime | None = Field(default=None, description="empty: until revoked")
+
+
+class PreapprovalOut(Schema):
+    id: int
+    tool: str
+    arguments: dict[str, Any]
+    match: dict[str, str]
+    granted_by_name: str
+    expires_at: datetime | None
+    revoked_at: datetime | None
+    uses: int
+    current: bool = Field(
+        default=True, description="false: the schedule changed since (its runs wait again)"
+    )
+
+
 class ScheduleOut(Schema):
     id: int
     name: str
@@ -249,6 +295,13 @@ class ScheduleOut(Schema):
     last_status: str
     last_error: str
     run_count: int
+    preapprovals: list[PreapprovalOut] = []
+
+    @staticmethod
+    def resolve_preapprovals(obj: Any) -> list[Any]:
+        from platform_app.preapprovals import schedule_preapprovals_shown
+
+        return schedule_preapprovals_shown(obj)
 
 
 class ScheduleIn(In):
@@ -257,6 +310,11 @@ class ScheduleIn(In):
     message: str = Field(min_length=1)
     timezone: str = Field(default="", max_length=64, description="empty: the Schedules default")
     enabled: bool = True
+    preapprove: list[PreapprovalIn] | None = Field(
+        default=None,
+        description="calls its runs may make without waiting, granted by this token's person "
+        "(who must be able to decide them: never the owner in approver mode; scope approve)",
+    )
 
 
 class SchedulePatch(In):
@@ -265,6 +323,13 @@ class SchedulePatch(In):
     message: str | None = Field(default=None, min_length=1)
     timezone: str | None = Field(default=None, min_length=1, max_length=64)
     enabled: bool | None = None
+    preapprove: list[PreapprovalIn] | None = Field(
+        default=None, description="as for POST, for the schedule as changed"
+    )
+
+
+class PreapproveIn(In):
+    preapprove: list[PreapprovalIn] = Field(min_length=1, max_length=20)
 
 
 class MemoryOut(Schema):

@@ -21,13 +21,16 @@ from platform_app.api.rest.base import BY_ID_DESC, errors, etag_of, not_modified
 from platform_app.api.rest.schemas import ApproveIn, DenyIn, ToolCallOut, ToolCallPage
 from tools_app.models import ToolCall
 from tools_app.services.approval import (
+    AlreadyApproved,
     ApprovalError,
     approval_refusal,
     approvals_for,
+    no_longer_waiting,
     toolcall_approve,
     toolcall_deny,
     toolcall_for_decision,
 )
+from tools_app.services.standing import WideningError, toolcall_approve_widened, widening_parse
 
 router = Router(tags=["tool calls"])
 NOT_FOUND = "no such tool call"
@@ -112,12 +115,21 @@ def _decided(request: HttpRequest, call_id: int, *, approve: bool, body: Any) ->
             raise ApiError(404, NOT_FOUND, code="not_found") from None
         raise ApiError(403, exc.message, code="not_your_decision") from None
     if call.status != ToolCall.Status.AWAITING_APPROVAL:
-        raise ApiError(409, "this call is no longer awaiting approval", code="already_decided")
+        raise ApiError(409, no_longer_waiting(call).message, code="already_decided")
     try:
-        if approve:
+        widening = widening_parse(body.widening) if approve else None
+        if widening is not None:
+            toolcall_approve_widened(
+                call=call, user=user, widening=widening, arguments=body.arguments, note=body.note
+            )
+        elif approve:
             toolcall_approve(call=call, user=user, arguments=body.arguments, note=body.note)
         else:
             toolcall_deny(call=call, user=user, note=body.note)
+    except AlreadyApproved as exc:
+        raise ApiError(409, exc.message, code="already_approved") from None
+    except WideningError as exc:
+        raise ApiError(422, exc.message, code="invalid_widening", param="widening") from None
     except ApprovalError as exc:
         call.refresh_from_db()
         if call.status != ToolCall.Status.AWAITING_APPROVAL:
@@ -134,7 +146,9 @@ def _decided(request: HttpRequest, call_id: int, *, approve: bool, body: Any) ->
 )
 def toolcall_approve_view(request: HttpRequest, call_id: int, body: ApproveIn) -> Any:
     """Approve a call that waits for you, optionally with edited arguments (checked again).
-    403: it is not yours to decide (in approver mode, never your own); 409: decided already."""
+    A call that needs several approvers keeps waiting until the last (``approvals_needed``,
+    ``approved_by``). 403: it is not yours to decide (in approver mode, never your own);
+    409: decided already, or you approved it already."""
     return ToolCallOut.of(_decided(request, call_id, approve=True, body=body))
 
 

@@ -13,7 +13,6 @@ MCP SDK already serves ``/mcp/`` with.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from typing import Any
@@ -25,6 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from infra.safe_json import JsonTooDeep, json_loads_safe
 from infra.websocket import db
 from platform_app.api.errors import ApiError, error_body, refusal_error
 from platform_app.api.follow import turn_listen
@@ -57,8 +57,10 @@ async def _json_body(request: Request) -> Any:
         if len(body) > limit:
             raise ApiError(413, f"the request body is larger than {limit} bytes", code="too_large")
     try:
-        return json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
+        return json_loads_safe(body)
+    except JsonTooDeep as exc:
+        raise ApiError(400, f"the request body is {exc}", code="json_too_deep") from None
+    except ValueError as exc:  # UnicodeDecodeError too
         raise ApiError(400, f"the request body is not JSON: {exc}", code="invalid_json") from None
 
 

@@ -94,6 +94,7 @@ def docs_status(settings: Any) -> tuple[str, str, str]:
 GROUP = register_group(
     ToolGroup(
         name="docs",
+        untrusted_source="documents",
         label=_("Docs"),
         description="Read and search documentation: this project's docs/ and folders an "
         "admin adds.",

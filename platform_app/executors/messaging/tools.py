@@ -27,6 +27,9 @@ class SendMessage(BaseTool[MessagingSettings], group="messaging"):
     )
     text: str = Field(min_length=1, description="The message (Markdown).", examples=["Done!"])
 
+    def sink(self, settings: MessagingSettings) -> str:
+        return f"a message to {self.channel} {self.chat_id}"
+
     def check_policy(self, settings: MessagingSettings, ctx: BindContext) -> None:
         if len(self.text) > settings.max_text_chars:
             raise PolicyDenied(

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -47,6 +49,24 @@ def mcp_venv() -> Path:
     return SHARED_VENV
 
 
+ENV_SERVER = "cc-test-env-server"
+
+
+@pytest.fixture(scope="session")
+def env_server(mcp_venv: Path) -> str:
+    """The command of the secret-environment probe (env_server.py), installed into the
+    servers' venv as a console script (the venv has the SDK: the PyPI servers need it)."""
+    source = (Path(__file__).parent / "env_server.py").read_text()
+    script = mcp_venv / "bin" / ENV_SERVER
+    text = f"#!{mcp_venv.resolve()}/bin/python\n{source}"
+    if not script.exists() or script.read_text() != text:
+        part = script.with_suffix(f".{os.getpid()}")
+        part.write_text(text)
+        part.chmod(0o755)
+        part.replace(script)
+    return ENV_SERVER
+
+
 @pytest.fixture
 def mcp_http() -> Iterator[tuple[str, Observed]]:
     from tools_app.executors.mcp.runtime import runtime
@@ -64,6 +84,13 @@ def _forget_imported() -> Iterator[None]:
 
     runtime().close_all(timeout=5)
     imported_reset()
+    # The conversations' warm containers too: they run as the sandbox's uid, and bubblewrap's
+    # RLIMIT_NPROC counts every process of that uid on the host (a session's worth of warm
+    # containers left for the end starved later bubblewrap sandboxes: EAGAIN).
+    with contextlib.suppress(Exception):  # no engine: nothing to release
+        from tools_app.sandbox import get_sandbox
+
+        get_sandbox("docker").reap_idle(0)
 
 
 def wait_call(call_id: int, timeout: float = 30.0) -> Any:

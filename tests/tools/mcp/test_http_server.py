@@ -186,8 +186,11 @@ def test_stop_sends_cancelled_to_the_server_and_marks_the_call_cancelled(
     assert not observed.slow_finished.is_set()
 
 
-def test_a_server_announcing_new_tools_is_listed_again(server: Any, user: Any) -> None:
+def test_a_server_announcing_new_tools_is_listed_again(
+    server: Any, user: Any, staff_user: Any
+) -> None:
     from tests.helpers import wait_for
+    from tools_app.services.pins import pending, source_review_decide
 
     source, _ = server
     call = run(user, "grow", {"name": "sprout"})
@@ -195,9 +198,13 @@ def test_a_server_announcing_new_tools_is_listed_again(server: Any, user: Any) -
 
     def listed() -> bool:
         source.refresh_from_db()
-        return "sprout" in {f["name"] for f in source.functions}
+        return "sprout" in {e["name"] for e in pending(source)}
 
+    # Listed again at once; the new tool waits for an admin (tools_app.services.pins).
     wait_for(listed, timeout=15, message="tools/list_changed to bring in the new tool")
+    refused = run(user, "sprout", {"text": "hi"})
+    assert refused.status == "denied" and "waiting for an admin's review" in refused.error
+    source_review_decide(source, remote="sprout", accept=True, user=staff_user)
     grown = run(user, "sprout", {"text": "hi"})
     assert grown.status == "succeeded", grown.result
     assert grown.result["text"] == "sprout: hi"
@@ -279,9 +286,9 @@ def test_a_sessions_up_report_does_not_end_a_refresh_before_its_tools_are_stored
 
     source = mcp_server_add(name="racy", url=mcp_http[0], allow_private=True, user=staff_user)
     seen: list[str] = []
-    store = services.source_functions_set
+    store = services.source_listing_apply
 
-    def store_after_the_report(src: ToolSource, functions: list[dict[str, Any]]) -> bool:
+    def store_after_the_report(src: ToolSource, functions: list[dict[str, Any]], **kw: Any) -> Any:
         deadline = time.monotonic() + 1.5  # the report runs on a pool thread: give it time
         while time.monotonic() < deadline:
             state = ToolSource.objects.get(pk=src.pk).state
@@ -289,9 +296,9 @@ def test_a_sessions_up_report_does_not_end_a_refresh_before_its_tools_are_stored
                 break
             time.sleep(0.05)
         seen.append(state)
-        return store(src, functions)
+        return store(src, functions, **kw)
 
-    monkeypatch.setattr(services, "source_functions_set", store_after_the_report)
+    monkeypatch.setattr(services, "source_listing_apply", store_after_the_report)
     mcp_refresh(source)
     source.refresh_from_db()
     assert seen == ["refreshing"]

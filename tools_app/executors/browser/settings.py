@@ -58,6 +58,7 @@ def _chromium_status() -> tuple[str, str, str]:
 GROUP = register_group(
     ToolGroup(
         name="browser",
+        untrusted_source="web pages",
         label=_("Browser"),
         description="A real Chromium per conversation: open pages, click, type, read and take "
         "screenshots. Every request is checked against the allowed domains and the SSRF guard.",

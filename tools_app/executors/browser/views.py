@@ -10,31 +10,18 @@ from typing import Any
 from django.http import FileResponse, Http404, HttpRequest
 from django.views.decorators.http import require_GET
 
+from infra import access
 from tools_app.executors.browser.screenshots import screenshot_file
 from tools_app.models import Screenshot
-from tools_app.services.audit import AUDIT_CONVERSATIONS_PERMISSION, audit_conversation_read
 
 
 def _may_view(user: Any, shot: Screenshot) -> bool:
-    user_id = getattr(user, "pk", None)
+    if shot.conversation_id is None:  # a Test run's: who ran it, or an admin
+        return access.owner(user, shot.user_id) or access.staff_member(user)
     conversation = shot.conversation
-    if shot.conversation_id is None:
-        return (shot.user_id is not None and shot.user_id == user_id) or user.is_staff
-    if conversation is None:
-        return False
-    if conversation.owner_id == user_id:
-        return True
-    if not (user.is_active and user.has_perm(AUDIT_CONVERSATIONS_PERMISSION)):
-        return False
-    audit_conversation_read(
-        reader=user,
-        conversation_id=conversation.pk,
-        conversation_title=conversation.title,
-        owner_id=conversation.owner_id,
-        owner_username=conversation.owner.get_username(),
-        via="screenshot",
+    return conversation is not None and access.conversation_read(
+        user, conversation, via="screenshot"
     )
-    return True
 
 
 def _image_type(magic: bytes) -> str:
@@ -48,9 +35,10 @@ def _image_type(magic: bytes) -> str:
     return "image/png"
 
 
+@access.signed_in
 @require_GET
 def screenshot_view(request: HttpRequest, pk: int) -> FileResponse:
-    if not request.user.is_authenticated:
+    if not access.active(request.user):
         raise Http404("no such screenshot")
     shot = Screenshot.objects.select_related("conversation__owner").filter(pk=pk).first()
     if shot is None or not _may_view(request.user, shot):

@@ -47,29 +47,15 @@ def managed_count(client: Any) -> int:
     return len(client.containers.list(all=True, filters={"label": f"{LABEL}={namespace()}"}))
 
 
-def container_make(
-    args: ContainerCreate, ctx: ActivityContext[DockerSettings], *, start: bool
-) -> Any:
-    settings = ctx.settings
-    client = client_for(settings)
-    if settings.max_containers and managed_count(client) >= settings.max_containers:
-        raise PolicyDenied(
-            f"the Docker tool has {settings.max_containers} containers already (the limit); "
-            "remove one with container_remove first"
-        )
-    from docker.types import Ulimit
-
+def container_spec(
+    args: ContainerCreate, settings: DockerSettings, *, labels: dict[str, str]
+) -> dict[str, Any]:
+    """The arguments of ``containers.create`` for this call: what runs, and the limits an
+    admin set (the approval preview shows exactly this)."""
     from infra.env import parse_size
 
     memory = parse_size(settings.container_memory)
     ports = parse_ports(args.ports)
-    network = settings.container_network
-    labels = {
-        LABEL: namespace(),
-        LABEL_USER: str(ctx.user_id or ""),
-        LABEL_CONVERSATION: str(ctx.conversation_id or ""),
-        LABEL_CALL: str(ctx.call_id),
-    }
     kwargs: dict[str, Any] = {
         "image": image_ref(args.image),
         "command": split_argv(args.command) if args.command else None,
@@ -86,8 +72,8 @@ def container_make(
         "memswap_limit": memory,
         "nano_cpus": int(settings.container_cpus * 1e9),
         "pids_limit": settings.container_pids,
-        "ulimits": [Ulimit(name="nofile", soft=1024, hard=1024)],
-        "network_mode": network,
+        "ulimits": [{"name": "nofile", "soft": 1024, "hard": 1024}],
+        "network_mode": settings.container_network,
         "init": True,
         "restart_policy": {"Name": "no"},
     }
@@ -95,6 +81,29 @@ def container_make(
         kwargs["name"] = PREFIX + args.name
     if ports:
         kwargs["ports"] = {inner: (settings.publish_address, host) for inner, host in ports.items()}
+    return kwargs
+
+
+def container_make(
+    args: ContainerCreate, ctx: ActivityContext[DockerSettings], *, start: bool
+) -> Any:
+    settings = ctx.settings
+    client = client_for(settings)
+    if settings.max_containers and managed_count(client) >= settings.max_containers:
+        raise PolicyDenied(
+            f"the Docker tool has {settings.max_containers} containers already (the limit); "
+            "remove one with container_remove first"
+        )
+    from docker.types import Ulimit
+
+    labels = {
+        LABEL: namespace(),
+        LABEL_USER: str(ctx.user_id or ""),
+        LABEL_CONVERSATION: str(ctx.conversation_id or ""),
+        LABEL_CALL: str(ctx.call_id),
+    }
+    kwargs = container_spec(args, settings, labels=labels)
+    kwargs["ulimits"] = [Ulimit(**limit) for limit in kwargs["ulimits"]]
     try:
         container = client.containers.create(**kwargs)
     except ImageNotFound:

@@ -216,6 +216,9 @@ class ContainerRun(ContainerCreate, group="docker"):
     detach: bool = Field(True, description="Leave it running; false: wait, return, remove.")
     docker_operation: ClassVar[str] = "create"
 
+    def sink(self, settings: DockerSettings) -> str:
+        return f"a container started from {self.image}"
+
     def check_policy(self, settings: DockerSettings, ctx: BindContext) -> None:
         super().check_policy(settings, ctx)
         if "start" not in settings.allowed_operations:

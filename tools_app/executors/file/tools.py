@@ -46,6 +46,10 @@ class FileWrite(_PathTool, group="file"):
     content: str = Field(description="The text to write.", examples=["hello\n"])
     mode: Literal["overwrite", "append"] = Field("overwrite", description="overwrite or append.")
 
+    def sink(self, settings: FileSettings) -> str:
+        # The workspace stays in the conversation's sandbox; a host folder is outside it.
+        return f"a write to the host folder {self.path}" if self.path.startswith("/mnt/") else ""
+
     def check_policy(self, settings: FileSettings, ctx: BindContext) -> None:
         super().check_policy(settings, ctx)
         size = len(self.content.encode("utf-8"))
@@ -57,6 +61,9 @@ class FileWrite(_PathTool, group="file"):
 
 class FileDelete(_PathTool, group="file"):
     """Delete a file (or an empty directory) in the workspace or a writable host folder."""
+
+    def sink(self, settings: FileSettings) -> str:
+        return f"a deletion in the host folder {self.path}" if self.path.startswith("/mnt/") else ""
 
     writes: ClassVar[bool] = True
     path: str = Field(description="Path relative to the workspace.", examples=["notes.txt"])

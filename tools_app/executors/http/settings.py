@@ -33,6 +33,7 @@ class HttpSettings(GroupSettings):
 GROUP = register_group(
     ToolGroup(
         name="http",
+        untrusted_source="web pages",
         label=_("HTTP"),
         description="HTTP requests to allowed hosts, behind an SSRF guard (no private, loopback "
         "or metadata addresses unless an admin allows them).",

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, model_validator
 
@@ -38,6 +39,11 @@ class HttpRequest(BaseTool[HttpSettings], group="http", slash="http"):
         if len(parts) == 1:
             return {"method": "GET", "url": parts[0]}
         raise ValueError("usage: /http METHOD URL, e.g. /http GET https://example.com/")
+
+    def sink(self, settings: HttpSettings) -> str:
+        if self.method in ("GET", "HEAD") and self.body is None and self.json_body is None:
+            return ""
+        return f"an HTTP {self.method} with a body to {urlsplit(self.url).hostname or self.url}"
 
     def check_policy(self, settings: HttpSettings, ctx: BindContext) -> None:
         check_url(

@@ -7,15 +7,22 @@ read-only at its own path inside the sandbox, so its console scripts' ``#!`` lin
 its ``bin`` comes first on the server's PATH. Everything else is the sandbox as the shell tool
 gets it (``Sandbox.spawn``): Docker, with the same hardening as the warm containers (network off
 unless the group allows it), or bubblewrap; ``none`` only when an admin sets it.
+
+A server's environment variables (``ServerSpec.env``, ``secret_env``; stored by
+``tools_app.services.source_env``) are added to that clean environment; the secret ones reach
+the server's process only (``tools_app.sandbox.secret_env`` says how), and a changed one
+opens a new session (the digest).
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import hmac
 import json
+import secrets
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,25 +44,63 @@ class ServerSpec:
     transport: str  # stdio | http | sse
     command: tuple[str, ...] = ()
     url: str = ""
-    headers: tuple[tuple[str, str], ...] = ()
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
     settings: McpSettings = field(default_factory=McpSettings)
     workspace_id: str = ""
     workspace_dir: str = ""
+    env: tuple[tuple[str, str], ...] = ()  # stdio: plain variables (shown to admins)
+    secret_env: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # stdio: secrets
+    # A per-person source (``tools_app.connections``): whose session this is ("u<user>-c<
+    # connection>"), the person's access token and what renews it after a 401. The token is
+    # neither in the key nor in the digest (nor in the repr): a session is told the current
+    # one with each call, and the key separates persons without holding a secret.
+    person: str = ""
+    bearer: str = field(default="", repr=False, compare=False)
+    renew: Callable[[str], str] | None = field(default=None, repr=False, compare=False)
+    # stdio: the person's own values of the per-person variables (``source_env``); kept out
+    # of the digest (persons' sessions of one server share it) and keyed in ``key``.
+    person_env: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 
     @property
     def key(self) -> tuple[str, str, str]:
         """A session serves calls with the same connection: a changed command, URL, header or
-        setting opens a new one (the old one is closed); new tools alone do not."""
-        return (self.name, self.digest, self.workspace_id if self.transport == "stdio" else "")
+        setting opens a new one (the old one is closed); new tools alone do not. A
+        per-person source's session serves one person's calls only; a stdio one's also
+        holds a keyed hash of the person's values (changed values: a new process)."""
+        if self.transport != "stdio":
+            return (self.name, self.digest, self.person)
+        if not self.person:
+            return (self.name, self.digest, self.workspace_id)
+        third = f"{self.workspace_id}#{self.person}#{_keyed(self.person_env)[:16]}"
+        return (self.name, self.digest, third)
 
     @property
     def digest(self) -> str:
+        """Logged with the session's key: secrets enter it only through ``_keyed``."""
         parts = json.dumps(
-            [self.transport, self.command, self.url, self.headers, self.settings.model_dump()],
+            [
+                self.transport,
+                self.command,
+                self.url,
+                _keyed(self.headers),
+                self.settings.model_dump(),
+                self.env,
+                _keyed(self.secret_env),
+            ],
             sort_keys=True,
             default=str,
         )
         return hashlib.sha256(parts.encode()).hexdigest()[:16]
+
+
+# A key of this process only: a digest compares connections within one process, and a keyed
+# hash of a secret cannot be guessed offline from the digest (a short key, a known prefix).
+_DIGEST_KEY = secrets.token_bytes(32)
+
+
+def _keyed(pairs: tuple[tuple[str, str], ...]) -> str:
+    text = json.dumps(sorted(pairs))
+    return hmac.new(_DIGEST_KEY, text.encode(), hashlib.sha256).hexdigest()
 
 
 def servers_venv() -> Path:
@@ -79,10 +124,11 @@ def stdio_spawn(spec: ServerSpec) -> Spawned:
     venv = servers_venv()
     request = SpawnRequest(
         argv=list(spec.command),
-        env=_server_env(venv),
+        env={**dict(spec.env), **_server_env(venv)},  # names such as PATH are refused anyway
         network=spec.settings.network,
         ro_binds=[venv] if venv.is_dir() else [],
         name=f"mcp-{spec.name}",
+        secret_env={**dict(spec.secret_env), **dict(spec.person_env)},
     )
     return get_sandbox(backend).spawn(spec.workspace_id, Path(spec.workspace_dir), request)
 
@@ -113,6 +159,8 @@ async def stdio_streams(spec: ServerSpec, errlog: TextIO) -> AsyncIterator[tuple
             command=spawned.argv[0], args=spawned.argv[1:], env=spawned.env, cwd=spawned.cwd
         )
         async with stdio_client(params, errlog=errlog) as (read, write):
+            # Its secret environment, where the backend hands it over once it runs (docker).
+            await asyncio.to_thread(spawned.delivered)
             yield read, write, spawned.sandbox_id
     finally:
         # Shielded: a cancelled session still removes what is left of its server.
@@ -120,7 +168,39 @@ async def stdio_streams(spec: ServerSpec, errlog: TextIO) -> AsyncIterator[tuple
 
 
 # --- HTTP ----------------------------------------------------------------------------------
-def pinned_http_client(spec: ServerSpec) -> Any:
+def person_bearer(token: str, renew: Callable[[str], str] | None) -> Any:
+    """The httpx2 auth of a per-person session: the person's current access token on every
+    request; on a 401, one renewal (in a thread: it reads the database and asks the token
+    endpoint) and the request once more. ``rejected`` tells the runtime that the server
+    refused the person's credential (and not that the server is down)."""
+    import httpx2
+
+    class PersonBearer(httpx2.Auth):
+        requires_request_body = True
+
+        def __init__(self) -> None:
+            self.token = token
+            self.rejected = False
+
+        async def async_auth_flow(self, request: httpx2.Request) -> Any:
+            used = self.token
+            request.headers["Authorization"] = f"Bearer {used}"
+            response = yield request
+            if response.status_code == 401 and renew is not None:
+                fresh = await asyncio.to_thread(renew, used)
+                if fresh and fresh != used:
+                    self.token = fresh
+                    request.headers["Authorization"] = f"Bearer {fresh}"
+                    response = yield request
+            self.rejected = response.status_code == 401
+
+        def __repr__(self) -> str:  # never the token
+            return "PersonBearer()"
+
+    return PersonBearer()
+
+
+def pinned_http_client(spec: ServerSpec, auth: Any = None) -> Any:
     """An httpx2 client whose every connection goes to an address the SSRF guard approved
     for that very connection (no second DNS lookup to rebind)."""
     import httpcore2
@@ -163,6 +243,7 @@ def pinned_http_client(spec: ServerSpec) -> Any:
     )
     return httpx2.AsyncClient(
         transport=transport,
+        auth=auth,
         headers=dict(spec.headers),
         timeout=httpx2.Timeout(30.0, read=300.0),
         trust_env=False,
@@ -171,7 +252,9 @@ def pinned_http_client(spec: ServerSpec) -> Any:
 
 
 @asynccontextmanager
-async def http_streams(spec: ServerSpec) -> AsyncIterator[tuple[Any, Any, str]]:
+async def http_streams(
+    spec: ServerSpec, bearer_auth: Any = None
+) -> AsyncIterator[tuple[Any, Any, str]]:
     from tools_app.netguard import check_url
 
     # Refused here, with the guard's words, before anything is sent.
@@ -186,7 +269,7 @@ async def http_streams(spec: ServerSpec) -> AsyncIterator[tuple[Any, Any, str]]:
         def factory(
             headers: dict[str, str] | None = None, timeout: Any = None, auth: Any = None
         ) -> Any:
-            client = pinned_http_client(spec)
+            client = pinned_http_client(spec, bearer_auth)
             if headers:
                 client.headers.update(headers)
             if timeout is not None:
@@ -200,7 +283,7 @@ async def http_streams(spec: ServerSpec) -> AsyncIterator[tuple[Any, Any, str]]:
     from mcp.client.streamable_http import streamable_http_client
 
     async with (
-        pinned_http_client(spec) as client,
+        pinned_http_client(spec, bearer_auth) as client,
         streamable_http_client(spec.url, http_client=client) as streams,
     ):
         yield streams[0], streams[1], "http"

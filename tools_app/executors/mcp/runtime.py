@@ -32,7 +32,7 @@ from typing import Any
 from django.db import connection
 
 from tools_app.errors import ToolCancelled, ToolError, ToolTimeout
-from tools_app.executors.mcp.launch import ServerSpec, http_streams, stdio_streams
+from tools_app.executors.mcp.launch import ServerSpec, http_streams, person_bearer, stdio_streams
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +41,14 @@ MAX_BACKOFF = 60.0
 PING_TIMEOUT = 5.0
 
 Progress = Callable[[float, float | None, str | None], None]
+
+
+class CredentialRejected(ToolError):
+    """The server refused the person's token (401) and it could not be renewed: their
+    connection needs connecting again. Not the server being down: no backoff, no "down"."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"MCP server {name!r} refused the person's credential (401)")
 
 
 @dataclass
@@ -63,6 +71,11 @@ class _Live:
     last_used: float = field(default_factory=time.monotonic)
     stderr: Any = None
     task: asyncio.Task[None] | None = None
+    auth: Any = None  # a per-person session's PersonBearer
+
+    @property
+    def refused(self) -> bool:
+        return self.auth is not None and self.auth.rejected
 
     @property
     def alive(self) -> bool:
@@ -204,7 +217,7 @@ class McpRuntime:
                 if spec.transport == "stdio":
                     streams = stdio_streams(spec, live.stderr)
                 else:
-                    streams = http_streams(spec)
+                    streams = http_streams(spec, live.auth)
                 read, write, sandbox_id = await stack.enter_async_context(streams)
                 session = await stack.enter_async_context(
                     ClientSession(
@@ -240,19 +253,21 @@ class McpRuntime:
             if method == "notifications/tools/list_changed" and self.on_list_changed:
                 callback = self.on_list_changed
                 assert self._loop is not None
-                self._loop.run_in_executor(None, _closing_db(callback), spec.name)
+                # A per-person session lists the tools again as its person ("u7-c3").
+                name = f"{spec.name}@{spec.person}" if spec.person else spec.name
+                self._loop.run_in_executor(None, _closing_db(callback), name)
 
         return handle
 
     async def session(self, spec: ServerSpec) -> _Live:
         live = self._live.get(spec.key)
         if live is not None and live.alive:
-            return live
+            return self._current(live, spec)
         lock = self._locks.setdefault(spec.key, asyncio.Lock())
         async with lock:
             live = self._live.get(spec.key)
             if live is not None and live.alive:
-                return live
+                return self._current(live, spec)
             backoff = self._backoff.get(spec.name)
             now = time.monotonic()
             if backoff is not None and backoff.failures and now < backoff.next_try:
@@ -262,9 +277,19 @@ class McpRuntime:
                     permanent=False,
                 )
             for key, other in list(self._live.items()):  # this server, connected differently
-                if key[0] == spec.name and key[1] != spec.digest and not other.busy:
+                if key[0] != spec.name or other.busy:
+                    continue
+                # (or this person's session with values they have changed since)
+                if key[1] != spec.digest or (
+                    spec.person
+                    and other.spec.person == spec.person
+                    and other.spec.workspace_id == spec.workspace_id
+                    and key != spec.key
+                ):
                     other.closing.set()
             live = _Live(spec)
+            if spec.person and spec.transport != "stdio":
+                live.auth = person_bearer(spec.bearer, spec.renew)
             self._live[spec.key] = live
             live.task = asyncio.get_running_loop().create_task(self._own(live))
             ready = asyncio.ensure_future(live.ready.wait())
@@ -277,6 +302,9 @@ class McpRuntime:
             for task in pending:
                 task.cancel()
             if not live.alive:
+                if live.refused:  # the person's token, not the server: nothing to back off
+                    live.closing.set()
+                    raise CredentialRejected(spec.name)
                 if not finished:
                     live.error = (
                         f"did not start within {spec.settings.startup_timeout_seconds} s"
@@ -291,6 +319,13 @@ class McpRuntime:
             self._backoff.pop(spec.name, None)
             self._report(spec.name, "up", "")
             return live
+
+    @staticmethod
+    def _current(live: _Live, spec: ServerSpec) -> _Live:
+        """A per-person session takes the token the call brings (renewed since, maybe)."""
+        if live.auth is not None and spec.bearer:
+            live.auth.token = spec.bearer
+        return live
 
     async def _after_abandon(self, live: _Live) -> None:
         """A request was cancelled or timed out: a server that does not even answer a ping
@@ -329,6 +364,8 @@ class McpRuntime:
         except ToolError:
             raise
         except Exception as exc:
+            if live.refused:
+                raise CredentialRejected(spec.name) from None
             if _connection_closed(exc) or live.done.is_set():
                 live.closing.set()
                 tail = live.stderr_tail()
@@ -351,7 +388,12 @@ class McpRuntime:
 
         for _ in range(100):
             params = PaginatedRequestParams(cursor=cursor) if cursor else None
-            page = await live.session.list_tools(params=params)
+            try:
+                page = await live.session.list_tools(params=params)
+            except Exception:
+                if live.refused:
+                    raise CredentialRejected(spec.name) from None
+                raise
             tools.extend(page.tools)
             cursor = getattr(page, "next_cursor", None)
             if not cursor:

@@ -13,16 +13,26 @@ from typing import Any
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from tools_app.connections.services import Credential
 from tools_app.executors.mcp.launch import ServerSpec, servers_venv
 from tools_app.executors.mcp.runtime import McpRuntime, describe, runtime
 from tools_app.executors.mcp.settings import STARTUP_TIMEOUT_MAX, McpSettings
 from tools_app.models import ToolGroupConfig, ToolSource
 from tools_app.runtime import workspace_dir_for
+from tools_app.services.pins import source_listing_apply
+from tools_app.services.source_env import (
+    EnvChange,
+    EnvError,
+    EnvVar,
+    env_apply,
+    env_for_process,
+    env_vars,
+)
 from tools_app.services.sources import (
     SourceError,
     host_of,
+    source_connection_set,
     source_create,
-    source_functions_set,
     source_secrets,
     source_state_set,
 )
@@ -50,17 +60,53 @@ def shared_workspace_id(source: ToolSource | str) -> str:
 
 
 def server_spec(
-    source: ToolSource, *, workspace_id: str = "", settings: McpSettings | None = None
+    source: ToolSource,
+    *,
+    workspace_id: str = "",
+    settings: McpSettings | None = None,
+    credential: Credential | None = None,
+    listing: bool = False,
 ) -> ServerSpec:
+    """How to reach ``source``. A per-person source (``tools_app.connections``) is reached
+    with ``credential``, the call's person's, and never with the shared secret. A stdio
+    server with per-person variables may be ``listing`` its tools without a person's values
+    (an admin who has set none): it starts without them, in a session of its own."""
+    from tools_app.connections.services import NONE, PERSON, refresher_for, source_credentials
+
     settings = settings or _settings(source)
     config = source.config or {}
     transport = str(config.get("transport") or "stdio")
-    secrets = source_secrets(source)
+    stdio = transport == "stdio"
+    mode = source_credentials(source)
+    # A stdio server per person keeps its admin's variables: only the per-person ones are
+    # each person's.
+    secrets = source_secrets(source) if mode == "shared" or stdio else {}
     headers = {str(k): str(v) for k, v in (secrets.get("headers") or {}).items()}
-    if secrets.get("bearer"):
+    if secrets.get("bearer") and not stdio:
         headers["Authorization"] = f"Bearer {secrets['bearer']}"
-    if transport == "stdio" and (settings.workspace == "shared" or not workspace_id):
+    person = ""
+    if mode not in ("shared", NONE):
+        if credential is None and not (stdio and listing):
+            # The callers ask credential_for_call first; never shared.
+            raise SourceError(
+                _("%(name)s needs the person's own connection") % {"name": source.name}
+            )
+        if credential is not None:
+            person = f"u{credential.user_id}-c{credential.connection_id}"
+    if stdio and person:
+        # One session per person, on a workspace of theirs: the conversation's (a person's
+        # own), or their own shared one, never the one other persons' servers write to.
+        if settings.workspace == "shared" or not workspace_id:
+            workspace_id = f"{shared_workspace_id(source)}-{person.split('-')[0]}"
+    elif stdio and mode == PERSON:  # listing: no person's values, a workspace of its own
+        workspace_id = f"{shared_workspace_id(source)}-listing"
+    elif stdio and (settings.workspace == "shared" or not workspace_id):
         workspace_id = shared_workspace_id(source)
+    person_env = credential.env if credential is not None else {}
+    plain_env, secret_env = env_for_process(config, secrets, person_env) if stdio else ({}, {})
+    shared_env = (
+        tuple((k, v) for k, v in secret_env.items() if k not in person_env) if stdio else ()
+    )
     return ServerSpec(
         name=source.name,
         revision=source.revision,
@@ -71,6 +117,12 @@ def server_spec(
         settings=settings,
         workspace_id=workspace_id if transport == "stdio" else "",
         workspace_dir=str(workspace_dir_for(workspace_id)) if transport == "stdio" else "",
+        env=tuple(plain_env.items()),
+        secret_env=shared_env,
+        person_env=tuple((k, v) for k, v in secret_env.items() if k in person_env),
+        person=person,
+        bearer=credential.access_token if credential is not None else "",
+        renew=refresher_for(credential.connection_id) if credential is not None else None,
     )
 
 
@@ -79,12 +131,23 @@ def _function(tool: Any) -> dict[str, Any]:
     title = getattr(tool, "title", None)
     if title and title not in description:
         description = f"{title}. {description}".strip()
-    return {
+    function = {
         "name": tool.name,
         "remote": tool.name,
         "description": description or tool.name,
         "input_schema": dict(getattr(tool, "input_schema", None) or {"type": "object"}),
     }
+    # ToolAnnotations (read-only, destructive… hints): part of what is pinned.
+    annotations = getattr(tool, "annotations", None)
+    if annotations is not None:
+        dumped = (
+            annotations.model_dump(mode="json", exclude_none=True, by_alias=True)
+            if hasattr(annotations, "model_dump")
+            else dict(annotations)
+        )
+        if dumped:
+            function["annotations"] = dumped
+    return function
 
 
 def mcp_runtime() -> McpRuntime:
@@ -95,9 +158,32 @@ def mcp_runtime() -> McpRuntime:
     return rt
 
 
-def mcp_discover(source: ToolSource) -> list[dict[str, Any]]:
-    """tools/list on a session of this process (started if needed)."""
-    spec = server_spec(source)
+def mcp_discover(source: ToolSource, *, user_id: int | None = None) -> list[dict[str, Any]]:
+    """tools/list on a session of this process (started if needed). A per-person server is
+    listed as ``user_id`` (the admin who asked), with their own connection."""
+    from tools_app.connections.services import ConnectionNeeded, credential_for_call
+
+    try:
+        credential = credential_for_call(source, user_id=user_id)
+    except ConnectionNeeded:
+        if _is_stdio(source):  # listed without the per-person variables
+            spec = server_spec(source, listing=True)
+            return _listed(spec, source)
+        raise SourceError(
+            _(
+                "%(name)s authenticates each person: connect your own account on the "
+                "Connections page, then refresh to list its tools"
+            )
+            % {"name": source.label or source.name}
+        ) from None
+    return _listed(server_spec(source, credential=credential), source)
+
+
+def _is_stdio(source: ToolSource) -> bool:
+    return (source.config or {}).get("transport", "stdio") == "stdio"
+
+
+def _listed(spec: ServerSpec, source: ToolSource) -> list[dict[str, Any]]:
     rt = mcp_runtime()
     rt.forget_backoff(source.name)  # an admin asking again deserves a real attempt
     tools = rt.run(
@@ -107,21 +193,25 @@ def mcp_discover(source: ToolSource) -> list[dict[str, Any]]:
     return [_function(t) for t in tools]
 
 
-def mcp_refresh(source: ToolSource) -> list[str]:
-    """Discover the server's tools now and store them; the names of our functions."""
+def mcp_refresh(source: ToolSource, *, user_id: int | None = None) -> list[str]:
+    """Discover the server's tools now (a per-person server as ``user_id``); what differs
+    from the pinned definitions is held for review (tools_app.services.pins). The names of
+    the functions offered."""
     from tools_app.errors import ToolError
 
     source_state_set(source, ToolSource.State.REFRESHING)
     try:
-        functions = mcp_discover(source)
+        functions = mcp_discover(source, user_id=user_id)
+    except SourceError as exc:
+        source_state_set(source, ToolSource.State.DOWN, str(exc))
+        raise
     except ToolError as exc:
         source_state_set(source, ToolSource.State.DOWN, exc.message)
         raise SourceError(exc.message) from None
     except Exception as exc:
         source_state_set(source, ToolSource.State.DOWN, describe(exc))
         raise SourceError(describe(exc)) from None
-    source_functions_set(source, functions)
-    source.refresh_from_db()
+    source_listing_apply(source, functions, origin="refresh")
     source_state_set(source, ToolSource.State.UP)
     return [f["name"] for f in source.functions]
 
@@ -143,12 +233,16 @@ def mcp_state_record(name: str, state: str, error: str) -> None:
 
 
 def mcp_list_changed(name: str) -> None:
-    """The server said its tools changed: list them again (every process follows)."""
+    """The server said its tools changed: list them again. What differs from the pinned
+    definitions waits for an admin's review; every process follows what is stored. A
+    per-person session's notice ("name@u7-c3") is listed as that person."""
+    name, _at, person = name.partition("@")
+    user_id = int(person[1:].split("-")[0]) if person.startswith("u") else None
     source = ToolSource.objects.filter(name=name, kind=ToolSource.Kind.MCP).first()
     if source is not None:
-        logger.info("MCP server %s: tools changed, refreshing", name)
-        functions = mcp_discover(source)
-        source_functions_set(source, functions)
+        logger.info("MCP server %s: tools changed, listing them again", name)
+        functions = mcp_discover(source, user_id=user_id)
+        source_listing_apply(source, functions, origin="list_changed")
 
 
 def parse_command(command: str | list[str]) -> list[str]:
@@ -191,9 +285,11 @@ def mcp_server_add(
     label: str = "",
     allow_private: bool = False,
     settings: dict[str, Any] | None = None,
+    env: EnvChange | None = None,
     user: Any = None,
 ) -> ToolSource:
-    """Register a server (its tools are discovered by ``mcp_refresh``)."""
+    """Register a server (its tools are discovered by ``mcp_refresh``); ``env``: a stdio
+    server's environment variables (secret values stored encrypted)."""
     if bool(command) == bool(url):
         raise SourceError(_("give either a command (stdio server) or a URL (HTTP server)"))
     transport = transport or ("stdio" if command else "http")
@@ -232,6 +328,10 @@ def mcp_server_add(
         secrets["headers"] = headers
     if bearer:
         secrets["bearer"] = bearer
+    if env:
+        if not command:
+            raise SourceError(_("environment variables are for stdio servers"))
+        config, secrets = mcp_env_applied(config, secrets, env)
     where = " ".join(config.get("command", [])) or url
     return source_create(
         kind=ToolSource.Kind.MCP,
@@ -244,6 +344,30 @@ def mcp_server_add(
         functions=[],
         user=user,
     )
+
+
+def mcp_env_applied(
+    config: dict[str, Any], secrets: dict[str, Any], change: EnvChange
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    try:
+        return env_apply(config, secrets, change)
+    except EnvError as exc:
+        raise SourceError(str(exc)) from None
+
+
+def mcp_server_env_set(source: ToolSource, *, change: EnvChange, user: Any) -> ToolSource:
+    """Set, replace or remove a stdio server's environment variables; its sessions restart
+    (the values are part of the connection's digest), the audit names what changed."""
+    config = dict(source.config or {})
+    if config.get("transport", "stdio") != "stdio":
+        raise SourceError(_("environment variables are for stdio servers"))
+    config, secrets = mcp_env_applied(config, source_secrets(source), change)
+    return source_connection_set(source, config=config, secrets=secrets, user=user)
+
+
+def mcp_server_env(source: ToolSource) -> list[EnvVar]:
+    """A server's variables as they may be shown (secret ones: set or not, never the value)."""
+    return env_vars(source.config or {}, source_secrets(source))
 
 
 def mcp_install(packages: list[str], *, venv: Path | None = None) -> str:

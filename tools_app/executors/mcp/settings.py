@@ -62,6 +62,7 @@ def mcp_group(source: Any) -> ToolGroup:
 
     return ToolGroup(
         name=source.group_name,
+        untrusted_source="an imported MCP server",
         label=source.label or source.name,
         description=source.description or f"Tools of the MCP server {source.name!r}.",
         settings_model=McpSettings,

@@ -90,7 +90,7 @@ def openapi_call(args: OpenApiTool, ctx: ActivityContext[OpenApiSettings]) -> di
         raise ToolError("this API has no base URL; an admin must set one in its settings")
     spec = type(args).spec
     url, headers, query, body = build_request(spec, args.arguments, settings.base_url)
-    auth, secret = _credentials(type(args).source_name)
+    auth, secret, credential = _auth_for(type(args), ctx)
     shown_url = url + (f"?{urlencode(query)}" if query else "")
     _add_auth(auth, secret, headers, query)  # after shown_url: a query key is never shown
     if query:
@@ -128,6 +128,43 @@ def openapi_call(args: OpenApiTool, ctx: ActivityContext[OpenApiSettings]) -> di
         out["note"] = result.binary_note
     if result.truncated:
         out["truncated"] = True
+    if credential is not None:
+        from tools_app.connections.services import scrub
+
+        out = scrub(out, credential.secret_values)
+        out["connection"] = credential.label
+        if result.status == 401 and credential.kind == "oauth":
+            from tools_app.connections.services import connection_refresh
+
+            # Renewed now for the next call (ConnectionNeeded when it cannot be).
+            connection_refresh(credential.connection_id, rejected=credential.access_token)
+            raise ToolError(
+                "the API refused the token (401); it has been renewed: retry the call",
+                permanent=False,
+                data=out,
+            )
     if result.status >= 400:
         raise ToolError(f"the API answered {result.status}", data=out)
     return out
+
+
+def _auth_for(
+    tool: type[OpenApiTool], ctx: ActivityContext[OpenApiSettings]
+) -> tuple[dict[str, Any], dict[str, str], Any]:
+    """(auth config, secret, the person's credential or None). A per-person API takes the
+    call's person's own key or token, never the shared one; "none" sends nothing."""
+    from tools_app.connections.services import NONE, credential_for_call, source_credentials
+    from tools_app.models import ToolSource
+
+    auth, secret = _credentials(tool.source_name)
+    source = tool.source_row or ToolSource.objects.filter(name=tool.source_name).first()
+    if source is None:
+        return auth, secret, None
+    if source_credentials(source) == NONE:
+        return {"type": "none"}, {}, None
+    credential = credential_for_call(source, user_id=ctx.user_id, tool=tool.tool_name)
+    if credential is None:
+        return auth, secret, None
+    if auth.get("type") == "oauth2":
+        auth = {**auth, "type": "bearer"}
+    return auth, {"value": credential.access_token or credential.api_key}, credential

@@ -15,13 +15,23 @@ from tools_app.executors.openapi.spec import (
     SpecError,
     base_url,
     load_document,
+    oauth2_code_flow,
     operations,
     validate_document,
 )
 from tools_app.models import ToolSource
 from tools_app.services.sources import SourceError, host_of, source_create
 
-AUTH_TYPES = ("none", "api_key", "bearer", "basic")
+AUTH_TYPES = ("none", "api_key", "bearer", "basic", "oauth2")
+# What an oauth2 source keeps of its document's authorizationCode flow (config["auth"]).
+OAUTH2_KEYS = (
+    "scheme",
+    "authorization_url",
+    "token_url",
+    "refresh_url",
+    "revocation_url",
+    "scopes",
+)
 MAX_DOCUMENT_BYTES = 5_000_000
 
 
@@ -145,12 +155,15 @@ def openapi_import(
         allowed_hosts=[host],
         private_allowed=[host] if api_private else [],
     ).model_dump(mode="json")
+    kept = {k: v for k, v in auth.items() if k in ("type", "in", "name", "username")}
+    if auth.get("type") == "oauth2":
+        kept.update(_oauth2_auth(text, document_url, chosen))
     config = {
         "document_url": document_url,
         "document": text if len(text) <= 1_000_000 else "",
         "title": preview.title,
         "openapi": preview.version,
-        "auth": {k: v for k, v in auth.items() if k in ("type", "in", "name", "username")},
+        "auth": kept,
     }
     return source_create(
         kind=ToolSource.Kind.OPENAPI,
@@ -164,3 +177,63 @@ def openapi_import(
         functions=[op.function() for op in chosen],
         user=user,
     )
+
+
+def _oauth2_auth(text: str, document_url: str, chosen: list[Operation]) -> dict[str, Any]:
+    """OAuth 2.0 for a source: the document's authorization-code flow (an OpenAPI document
+    offers no discovery and no registration: its endpoints are named in it, the client is
+    the admin's) and the scopes the chosen operations need (all the flow's when they name
+    none)."""
+    flow = oauth2_code_flow(load_document(text), document_url)
+    if flow is None:
+        raise SourceError(
+            _(
+                "OAuth 2.0 needs the document to declare an oauth2 security scheme with an "
+                "authorizationCode flow (authorizationUrl, tokenUrl)"
+            )
+        )
+    needed: list[str] = []
+    for op in chosen:
+        needed += [s for s in op.scopes.get(flow["scheme"], []) if s not in needed]
+    return {**flow, "scopes": needed or flow["scopes"]}
+
+
+def openapi_refresh(source: ToolSource, *, text: str | None = None) -> list[str]:
+    """Fetch the source's document again (or read ``text``) and compare the operations with
+    the pinned ones: a changed or dropped operation, and one the document did not have
+    before, wait for an admin's review (tools_app.services.pins). Operations the admin left
+    out at import stay out. The names of the functions offered."""
+    from tools_app.models import ToolGroupConfig
+    from tools_app.services.pins import source_listing_apply
+
+    config = dict(source.config or {})
+    url = str(config.get("document_url") or "")
+    if text is None:
+        if not url:
+            raise SourceError(
+                _("this document was uploaded: import it again to compare it with this one")
+            )
+        stored = ToolGroupConfig.objects.filter(name=source.group_name).first()
+        private = (stored.settings if stored else {}).get("private_allowed") or []
+        text = openapi_fetch(url, document_private=host_of(url) in private)
+    preview = openapi_preview(text, document_url=url)
+    before: set[str] | None = None
+    if config.get("document"):
+        try:
+            before = {op.name for op in openapi_preview(config["document"]).operations}
+        except SourceError:
+            before = None
+    known = {f.get("remote") or f["name"] for f in source.functions or []}
+    known |= {e["remote"] for e in source.review or []}
+    offered = [
+        op.function()
+        for op in preview.operations
+        if not op.skipped and (op.name in known or (before is not None and op.name not in before))
+    ]
+    config.update(
+        document=text if len(text) <= 1_000_000 else "",
+        title=preview.title,
+        openapi=preview.version,
+    )
+    source_listing_apply(source, offered, origin="document", config=config)
+    return [f["name"] for f in source.functions]

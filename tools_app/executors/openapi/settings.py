@@ -45,6 +45,7 @@ def openapi_group(source: Any) -> ToolGroup:
 
     return ToolGroup(
         name=source.group_name,
+        untrusted_source="an imported API",
         label=source.label or source.name,
         description=source.description or "Operations imported from an OpenAPI document.",
         settings_model=OpenApiSettings,

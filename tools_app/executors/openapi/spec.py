@@ -41,6 +41,9 @@ class Operation:
     body_required: bool = False
     responses: str = ""
     skipped: str = ""  # why the operation cannot be imported
+    # The scopes each security scheme needs for it (its own ``security``, else the
+    # document's); what an OAuth connection asks for. Not part of the pinned function.
+    scopes: dict[str, list[str]] = field(default_factory=dict)
 
     def function(self) -> dict[str, Any]:
         """The record stored in ToolSource.functions."""
@@ -185,6 +188,7 @@ def operations(doc: dict[str, Any]) -> list[Operation]:
     resolver = _Resolver(doc)
     out: list[Operation] = []
     names: set[str] = set()
+    default_security = doc.get("security")
     for path, item in (doc.get("paths") or {}).items():
         if not isinstance(item, dict):
             continue
@@ -199,8 +203,59 @@ def operations(doc: dict[str, Any]) -> list[Operation]:
             while name in names:
                 name, n = f"{base[:60]}_{n}", n + 1
             names.add(name)
-            out.append(_operation(name, method, path, op, shared))
+            operation = _operation(name, method, path, op, shared)
+            operation.scopes = _scopes(op.get("security", default_security))
+            out.append(operation)
     return out
+
+
+def _scopes(security: Any) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for requirement in security if isinstance(security, list) else []:
+        if isinstance(requirement, dict):
+            for scheme, scopes in requirement.items():
+                listed = [str(x) for x in scopes] if isinstance(scopes, list) else []
+                out.setdefault(str(scheme), [])
+                out[str(scheme)] += [x for x in listed if x not in out[str(scheme)]]
+    return out
+
+
+def oauth2_code_flow(doc: dict[str, Any], document_url: str = "") -> dict[str, Any] | None:
+    """The document's first ``oauth2`` security scheme with an ``authorizationCode`` flow:
+    its endpoints (relative ones resolved against the document's server) and scopes; the
+    vendor extension ``x-revocationUrl`` names an RFC 7009 endpoint where there is one.
+    None when the document declares no such flow."""
+    from urllib.parse import urljoin
+
+    schemes = (doc.get("components") or {}).get("securitySchemes") or {}
+    base = base_url(doc, document_url) or document_url
+    for name, scheme in schemes.items() if isinstance(schemes, dict) else []:
+        if not isinstance(scheme, dict) or scheme.get("type") != "oauth2":
+            continue
+        flow = (scheme.get("flows") or {}).get("authorizationCode")
+        if not isinstance(flow, dict):
+            continue
+        urls = {
+            key: urljoin(base + "/", str(flow.get(field) or "")) if flow.get(field) else ""
+            for key, field in (
+                ("authorization_url", "authorizationUrl"),
+                ("token_url", "tokenUrl"),
+                ("refresh_url", "refreshUrl"),
+                ("revocation_url", "x-revocationUrl"),
+            )
+        }
+        if not all(
+            u.startswith(("http://", "https://"))
+            for u in (urls["authorization_url"], urls["token_url"])
+        ):
+            continue
+        scopes = flow.get("scopes") or {}
+        return {
+            "scheme": str(name),
+            **urls,
+            "scopes": [str(k) for k in scopes] if isinstance(scopes, dict) else [],
+        }
+    return None
 
 
 def _operation(

@@ -99,6 +99,7 @@ def research_status(settings: Any) -> tuple[str, str, str]:
 GROUP = register_group(
     ToolGroup(
         name="research",
+        untrusted_source="search results and web pages",
         label=_("Research"),
         description="Web search through an admin-configured backend (SearXNG or "
         "Tavily-compatible) and page reading as clean text, behind the SSRF guard.",

@@ -135,6 +135,15 @@ def check_command(command: str, *, allowed: Sequence[str], blocked: Sequence[str
     return CommandCheck(programs=seen.programs)
 
 
+def command_programs(command: str) -> tuple[list[str], list[str]]:
+    """The programs ``command`` would run, read as ``check_command`` reads them (in the order
+    found), and what could not be read (hidden constructs, parse failures): an approval's
+    preview shows both."""
+    seen = _Checker()
+    seen.line(command)
+    return seen.programs, [*seen.hidden, *seen.unparsed]
+
+
 def split_argv(command: str) -> list[str]:
     """Split a simple command into argv the way a POSIX shell splits words, expanding nothing.
 

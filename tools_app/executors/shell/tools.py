@@ -26,6 +26,9 @@ class ShellExec(BaseTool[ShellSettings], group="shell", slash="shell"):
     def from_shorthand(cls, text: str) -> dict[str, Any]:
         return {"command": text}
 
+    def sink(self, settings: ShellSettings) -> str:
+        return "a shell command with network access" if settings.allow_network else ""
+
     def check_policy(self, settings: ShellSettings, ctx: BindContext) -> None:
         if len(self.command) > settings.max_command_chars:
             raise PolicyDenied(

@@ -1,15 +1,28 @@
 """Register, list, refresh and remove MCP servers; install stdio servers into their venv.
 
 manage.py mcp_servers add NAME (--command "..." | --url URL) [--header K=V]...
+    [--env NAME]... [--env-file FILE] [--plain-env NAME=VALUE]... [--person-env NAME]...
+manage.py mcp_servers env NAME [--env NAME]... [--env-file FILE] [--plain-env NAME=VALUE]...
+    [--person-env NAME]...
+    [--unset NAME]...
 manage.py mcp_servers list
 manage.py mcp_servers refresh NAME
 manage.py mcp_servers remove NAME
 manage.py mcp_servers install PACKAGE...
+
+A secret variable's value never comes from the command line, where ``ps`` and the shell's
+history show it: ``--env NAME`` asks for it (no echo), or reads one line per ``--env`` from
+stdin when stdin is not a terminal; ``--env-file`` reads ``NAME=value`` lines (a .env file;
+``-``: stdin). Lists show the names only.
 """
 
 from __future__ import annotations
 
+import getpass
+import io
 import os
+import sys
+from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -39,6 +52,15 @@ class Command(BaseCommand):
         add.add_argument("--workspace", choices=["shared", "conversation"])
         add.add_argument("--network", action="store_true", help="stdio: network access")
         add.add_argument("--no-refresh", action="store_true", help="do not list tools now")
+        _env_arguments(add)
+        env = sub.add_parser(
+            "env", help="a stdio server's environment variables: list, set, replace, remove"
+        )
+        env.add_argument("name")
+        _env_arguments(env)
+        env.add_argument(
+            "--unset", action="append", default=[], metavar="NAME", help="remove a variable"
+        )
         sub.add_parser("list", help="registered servers, their state and tools")
         refresh = sub.add_parser("refresh", help="list a server's tools again")
         refresh.add_argument("name")
@@ -74,7 +96,9 @@ class Command(BaseCommand):
             settings["workspace"] = options["workspace"]
         if options["network"]:
             settings["network"] = True
+        env = _env_change(options)
         source = mcp_server_add(
+            env=env,
             name=options["name"],
             command=options["command"],
             url=options["url"] or "",
@@ -89,6 +113,18 @@ class Command(BaseCommand):
         if not options["no_refresh"]:
             self._refresh({"name": source.name})
 
+    def _env(self, options: dict[str, Any]) -> None:
+        from tools_app.executors.mcp.services import mcp_server_env, mcp_server_env_set
+
+        source = self._source(options["name"])
+        change = _env_change(options)
+        change.remove = set(options["unset"])
+        if change:
+            source = mcp_server_env_set(source, change=change, user=None)
+            self.stdout.write(f"{source.name}: environment saved; its sessions restart")
+        shown = [_shown(var) for var in mcp_server_env(source)]
+        self.stdout.write(f"{source.name}: " + (", ".join(shown) or "no environment variables"))
+
     def _refresh(self, options: dict[str, Any]) -> None:
         from tools_app.executors.mcp.services import mcp_refresh
 
@@ -102,13 +138,17 @@ class Command(BaseCommand):
         sources = ToolSource.objects.filter(kind=ToolSource.Kind.MCP)
         if not sources:
             self.stdout.write("no MCP servers registered")
+        from tools_app.executors.mcp.services import mcp_server_env
+
         for source in sources:
             config = source.config or {}
             where = " ".join(config.get("command") or []) or config.get("url", "")
             secrets = secret_summary(source)
+            env = [_shown(var) for var in mcp_server_env(source)]
             self.stdout.write(
                 f"{source.name}\t{config.get('transport')}\t{where}\t{source.state}"
                 f"\t{source.tool_count} tool(s)"
+                + (f"\tenv: {', '.join(env)}" if env else "")
                 + (f"\tsecrets: {', '.join(secrets)}" if secrets else "")
                 + (f"\tlast error: {source.last_error}" if source.state == "down" else "")
             )
@@ -126,3 +166,104 @@ class Command(BaseCommand):
 
         mcp_install(options["packages"])
         self.stdout.write(f"installed {' '.join(options['packages'])} into {servers_venv()}")
+
+
+# --- environment variables ------------------------------------------------------------------
+def _env_arguments(parser: CommandParser) -> None:
+    parser.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="stdio: a secret environment variable; its value is asked for (no echo), or read "
+        "from stdin, one line per --env, never given here",
+    )
+    parser.add_argument(
+        "--env-file",
+        metavar="FILE",
+        help="stdio: secret variables from a file of NAME=value lines (a .env file; - for stdin)",
+    )
+    parser.add_argument(
+        "--plain-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="stdio: a variable that is not secret (shown in lists and in the audit log)",
+    )
+    parser.add_argument(
+        "--person-env",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="stdio: a secret variable each person sets to their own value on My connections "
+        "(no value here); the server then runs one process per person",
+    )
+
+
+def _env_change(options: dict[str, Any]) -> Any:
+    from tools_app.services.source_env import EnvChange
+
+    change = EnvChange()
+    names: list[str] = options["env"]
+    for name in names:
+        if "=" in name:
+            raise CommandError(
+                f"--env takes a name only ({name.partition('=')[0]}): the value is asked for, "
+                "so it never shows in ps or the shell's history; use --env-file for many"
+            )
+    from_file = options["env_file"]
+    if from_file == "-" and names:
+        raise CommandError("--env-file - reads stdin: give the --env values in the file too")
+    if from_file:
+        change.secret.update(_env_file(from_file))
+    for name in names:
+        change.secret[name] = _ask(name)
+    for name in options.get("person_env") or []:
+        if "=" in name:
+            raise CommandError(
+                f"--person-env takes a name only ({name.partition('=')[0]}): each person "
+                "enters their own value on My connections"
+            )
+        change.person.add(name.strip())
+    for pair in options["plain_env"]:
+        name, sep, value = pair.partition("=")
+        if not sep:
+            raise CommandError(f"--plain-env takes NAME=VALUE, not {pair!r}")
+        change.plain[name] = value
+    return change
+
+
+def _env_file(path: str) -> dict[str, str]:
+    # python-dotenv: the .env format people already write (quotes, export, comments).
+    from dotenv import dotenv_values
+
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CommandError(f"cannot read {path}: {exc.strerror}") from None
+    values = dotenv_values(stream=io.StringIO(text), interpolate=False)
+    empty = [name for name, value in values.items() if not value]
+    if empty:
+        raise CommandError(f"{path}: {empty[0]} has no value (write {empty[0]}=value)")
+    return {name: str(value) for name, value in values.items()}
+
+
+def _ask(name: str) -> str:
+    if sys.stdin.isatty():
+        value = getpass.getpass(f"{name} (not shown): ")
+    else:
+        line = sys.stdin.readline()
+        if not line:
+            raise CommandError(f"no value for {name} on stdin (one line per --env)")
+        value = line.removesuffix("\n").removesuffix("\r")
+    if not value:
+        raise CommandError(f"the value of {name} is empty")
+    return value
+
+
+def _shown(var: Any) -> str:
+    if var.per_person:
+        return f"{var.name} (secret, per person)"
+    if var.secret:
+        return f"{var.name} (secret, {'set' if var.is_set else 'not set'})"
+    return f"{var.name}={var.value}"

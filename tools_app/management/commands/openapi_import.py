@@ -36,7 +36,7 @@ class Command(BaseCommand):
         )
         parser.add_argument("--base-url", default="")
         parser.add_argument(
-            "--auth", choices=["none", "api_key", "bearer", "basic"], default="none"
+            "--auth", choices=["none", "api_key", "bearer", "basic", "oauth2"], default="none"
         )
         parser.add_argument("--auth-in", choices=["header", "query"], default="header")
         parser.add_argument("--auth-name", default="X-API-Key")
