@@ -30,6 +30,9 @@ DIR_KINDS = ("web", "runner", "worker")
 
 _current: ProcessBeat | None = None
 _stop = threading.Event()
+# Held by a beat while it writes and by the leave: a beat already under way when the process
+# stops would otherwise write its row back after the leave deleted it.
+_writing = threading.Lock()
 
 
 def beat_seconds() -> float:
@@ -73,10 +76,11 @@ def process_join(kind: str, *, name: str = "", queues: str = "") -> ProcessBeat 
 def process_leave() -> None:
     """A process that stops on purpose says so at once (and takes its markers)."""
     global _current
-    beat, _current = _current, None
+    with _writing:
+        beat, _current = _current, None
+        _stop.set()
     if beat is None:
         return
-    _stop.set()
     for key in alive_keys(beat.kind, beat.queues):
         liveness.remove(key)
     with contextlib.suppress(Exception):
@@ -101,9 +105,12 @@ def alive_keys(kind: str, queues: str) -> list[str]:
 
 
 def _beat_once() -> None:
-    beat = _current
-    if beat is None:
-        return
+    with _writing:
+        if _current is not None:
+            _beat_write(_current)
+
+
+def _beat_write(beat: ProcessBeat) -> None:
     for key in alive_keys(beat.kind, beat.queues):
         liveness.touch(key)  # first: the database may be what is down
     try:
