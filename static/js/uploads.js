@@ -76,6 +76,9 @@ function pastedName(file) {
 export async function uploadFile(file, name = file.name) {
   const place = panel();
   if (!place) return null;
+  // A new upload clears the last error; one that ends later must not clear an error shown since
+  // (another file refused meanwhile).
+  showError("");
   const limit = Number(place.dataset.maxBytes || 0);
   if (limit && file.size > limit) {
     showError(format(gettext("%(name)s is %(size)s; the upload limit is %(limit)s."), { name, size: sizeText(file.size), limit: sizeText(limit) }));
@@ -112,7 +115,6 @@ export async function uploadFile(file, name = file.name) {
     el.dataset.name = stored.name;
     el.querySelector(".attachment-name").textContent = `${stored.name} (${sizeText(stored.size)})`;
     removeButton(el, stored.name);
-    showError("");
     document.body.dispatchEvent(new Event("files-changed"));
     return stored;
   } catch (error) {
