@@ -14,7 +14,8 @@
 #
 # Environment: FORCE=1 (rebuild the base even if it exists; the others are always built, from
 # Docker's layer cache where nothing changed), SUITE (default bookworm), MIRROR (default:
-# read from /etc/apt/sources.list*, else deb.debian.org), CA_BUNDLE (default: this host's
+# read from /etc/apt/sources.list*; set it when
+# this host has none), CA_BUNDLE (default: this host's
 # /etc/ssl/certs/ca-certificates.crt, so builds behind a TLS-inspecting proxy work; empty: the
 # base's own), BASE (image name of the base).
 set -euo pipefail
@@ -45,7 +46,7 @@ build_base() {
     command -v debootstrap >/dev/null || die "debootstrap not found: apt-get install -y debootstrap"
     local mirror="${MIRROR:-}"
     [ -n "$mirror" ] || mirror="$(pick_mirror | head -n1)"
-    [ -n "$mirror" ] || mirror="http://deb.debian.org/debian"
+    [ -n "$mirror" ] || die "no Debian mirror in /etc/apt/sources.list*: set MIRROR=<a Debian mirror URL>"
     local root
     root="$(mktemp -d /var/tmp/cc-base-rootfs.XXXXXX)"
     trap 'rm -rf "$root" "$root.log"' RETURN

@@ -7,7 +7,8 @@
 #   mini  controlcenter-sandbox-mini:latest  busybox only, ≈ 1 s; for quick tests that need no python
 #
 # Environment: IMAGE, MINI_IMAGE (image names), FORCE=1 (rebuild even if the image exists),
-# SUITE (default bookworm), MIRROR (default: read from /etc/apt/sources.list*, else deb.debian.org),
+# SUITE (default bookworm), MIRROR (default: read from /etc/apt/sources.list*; set it when
+# this host has none),
 # SANDBOX_UID (default 10001; the non-root user "sandbox" baked into the image).
 # Hosts with a registry can use docker/sandbox.Dockerfile instead.
 set -euo pipefail
@@ -129,7 +130,7 @@ build_full() {
     command -v debootstrap >/dev/null || die "debootstrap not found: apt-get install -y debootstrap"
     local mirror="${MIRROR:-}"
     [ -n "$mirror" ] || mirror="$(pick_mirror | head -n1)"
-    [ -n "$mirror" ] || mirror="http://deb.debian.org/debian"
+    [ -n "$mirror" ] || die "no Debian mirror in /etc/apt/sources.list*: set MIRROR=<a Debian mirror URL>"
     local root
     root="$(mktemp -d /var/tmp/cc-sbx-rootfs.XXXXXX)"
     CLEANUP+=("$root" "$root.log")

@@ -178,7 +178,7 @@ for host in sys.argv[2:]:
 RESOLVE = """
 import socket
 try:
-    print("RESOLVED", socket.getaddrinfo("deb.debian.org", 443)[0][4])
+    print("RESOLVED", socket.getaddrinfo("example.com", 443)[0][4])
 except OSError as exc:
     print("no dns", exc)
 """
