@@ -24,6 +24,7 @@ import json
 import logging
 from typing import Any
 
+import anyio
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
@@ -166,9 +167,12 @@ async def call_run(token_id: int, name: str, arguments: dict[str, Any]) -> Any:
         call = await asyncio.shield(binding)
         return await call_finished(call.pk)
     except asyncio.CancelledError:
-        with contextlib.suppress(Exception):  # a bind that failed stored nothing to cancel
-            stored = await asyncio.shield(binding)
-            await asyncio.shield(sync_to_async(_cancel)(stored.pk))
+        # The SDK cancels a handler through an anyio cancel scope, which cancels again at
+        # every await: a shielded scope lets the cancel finish here (an ``asyncio.shield``
+        # would leave it to an unreferenced task, which may be collected before it runs).
+        with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+            stored = await binding  # a bind that failed stored nothing to cancel
+            await sync_to_async(_cancel)(stored.pk)
         raise
 
 
