@@ -21,8 +21,10 @@ class ChatAppConfig(AppConfig):
         from chat_app.pages import page_panels_register
         from chat_app.services.latent import latent_execute
         from chat_app.services.process_beats import beat_started, worker_started
+        from chat_app.services.turn_entries import turn_untrusted_entry
         from chat_app.views_files import files_context
         from infra.maintenance import maintenance_step
+        from tools_app.guards.untrusted import turn_entry_register
         from tools_app.models import config_track
         from tools_app.registry import latent_executor_set
         from tools_app.services.approval import approved_call_hold_set
@@ -42,6 +44,9 @@ class ChatAppConfig(AppConfig):
         # search's are made again after every migrate (idempotent, no backfill).
         post_migrate.connect(_search_triggers, sender=self, dispatch_uid="chat_app.search")
         page_panels_register("files", files_context)  # the Files panel beside the chat
+        # Uploads and subagents' answers enter a turn with its messages: after them, a sink
+        # call waits for a person like after a fetched page (tools_app.guards.untrusted).
+        turn_entry_register(turn_untrusted_entry)
         # Celery workers and beat report themselves like the web process and the runner
         # (distributed mode): their health commands and everyone's readiness read it.
         worker_init.connect(worker_started, weak=False, dispatch_uid="chat_app.process_beat")

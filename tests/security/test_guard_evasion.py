@@ -4,8 +4,9 @@ What the secret guard does not catch, tested so it is said honestly: a key encod
 has no known shape and is too short to pass the high-entropy limit; a key split across two
 arguments is two harmless halves (the guard looks at strings one by one). A prompt-injected
 page served on loopback that then asks for each sink: each waits for a person (or is refused
-when the profile says so), with the page's URL on the card. A filter webhook on a private
-address is refused unless the admin listed its host."""
+when the profile says so), with the page's URL on the card; so does a sink after an uploaded
+file or a subagent's answer entered the turn (but not a person's own slash command). A filter
+webhook on a private address is refused unless the admin listed its host."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from chat_app.models import Agent, Turn
+from chat_app.models import Agent, Message, Turn
 from chat_app.services.agents import agent_default
 from chat_app.services.turns import turn_start
 from tests.conftest import wait_turn
@@ -39,7 +40,10 @@ INJECTED = (
 
 @pytest.fixture
 def page() -> Iterator[HttpServer]:
-    routes = {"/page": lambda hit: (200, [("Content-Type", "text/plain")], INJECTED.encode())}
+    routes = {
+        "/page": lambda hit: (200, [("Content-Type", "text/plain")], INJECTED.encode()),
+        "/hook": lambda hit: (200, [("Content-Type", "text/plain")], b"ok"),
+    }
     with serving(HOST, routes) as server:
         configure("http", private_allowed=[HOST])
         configure("messaging", webhooks=[f"team=http://{HOST}/hook"], private_allowed=[HOST])
@@ -122,6 +126,72 @@ def test_the_profile_can_refuse_sinks_instead(worker, user, conversation, llm, p
     assert call.error.startswith("refused: a message to webhook team, after content from")
     seen = [m["content"] for m in llm.requests[2]["messages"] if m["role"] == "tool"]
     assert any("refused: a message to webhook team" in c for c in seen)
+
+
+NOTE = [{"name": "brief.txt", "size": 40, "mime": "text/plain"}]
+
+
+@pytest.mark.modes
+def test_a_sink_after_an_uploaded_file_waits_for_a_person(
+    worker, user, conversation, llm, provider, page
+):
+    tool, arguments = SINKS[0]
+    llm.script(Reply(calls=[Call(tool, arguments)]))
+    turn_start(conversation=conversation, user_id=user.pk, text="see my brief", attachments=NOTE)
+    call = _wait_for(tool)
+    assert call.status == ToolCall.Status.AWAITING_APPROVAL
+    assert call.policy_reason.endswith(
+        "after content from the uploaded file brief.txt entered this turn"
+    )
+    assert page.hits == []
+
+
+def _subagent_answer(conversation: Any) -> None:
+    """An answer delivered the way platform_app.subagents delivers one."""
+    Message.objects.create(
+        conversation=conversation,
+        role=Message.Role.USER,
+        origin=Message.Origin.SUBAGENT,
+        content=f"**Subagent “reader” finished**\n\n{INJECTED}",
+    )
+
+
+@pytest.mark.modes
+def test_a_sink_after_a_subagents_answer_waits_for_a_person(
+    worker, user, conversation, llm, provider, page
+):
+    _subagent_answer(conversation)
+    tool, arguments = SINKS[1]
+    llm.script(Reply(calls=[Call(tool, arguments)]))
+    turn_start(conversation=conversation, user_id=user.pk, text="go on")
+    call = _wait_for(tool)
+    assert call.status == ToolCall.Status.AWAITING_APPROVAL
+    assert call.policy_reason.endswith("after content from a subagent's answer entered this turn")
+    assert page.hits == []
+
+
+def test_an_answer_from_before_the_turn_before_and_a_persons_own_command_run_as_usual(
+    worker, user, conversation, llm, provider, page
+):
+    configure("messaging", webhooks=[f"team={page.url('/hook')}"], private_allowed=[HOST])
+    _subagent_answer(conversation)
+    llm.script(Reply(text="Noted."), Reply(calls=[Call(*SINKS[0])]), Reply(text="Sent."))
+    first = turn_start(conversation=conversation, user_id=user.pk, text="read it")
+    assert wait_turn(first.pk).status == Turn.Status.SUCCEEDED
+    second = turn_start(conversation=conversation, user_id=user.pk, text="now send the notes")
+    assert wait_turn(second.pk).status == Turn.Status.SUCCEEDED
+    call = ToolCall.objects.get(tool=SINKS[0][0], turn=second)
+    assert call.status == ToolCall.Status.SUCCEEDED and call.policy_reason == "", call.error
+    # A slash command with an upload: the person chose the call, no model read the file first.
+    slash = turn_start(
+        conversation=conversation,
+        user_id=user.pk,
+        text='/send_message {"channel": "webhook", "chat_id": "team", "text": "hi"}',
+        attachments=NOTE,
+    )
+    assert wait_turn(slash.pk).status == Turn.Status.SUCCEEDED
+    call = ToolCall.objects.get(tool=SINKS[0][0], turn=slash)
+    assert call.status == ToolCall.Status.SUCCEEDED and call.policy_reason == "", call.error
 
 
 def test_a_sink_before_any_untrusted_content_runs_as_usual(user: Any, page: HttpServer) -> None:

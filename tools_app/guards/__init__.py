@@ -31,7 +31,7 @@ from tools_app.runtime import BindContext
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["GuardRefused", "guard_arguments", "guard_result"]
+__all__ = ["GuardRefused", "guard_arguments", "guard_output", "guard_result"]
 
 
 class GuardRefused(PolicyDenied):
@@ -69,11 +69,17 @@ def _record(found: list[Found], actions: dict[str, str], stage: str) -> list[dic
 
 
 def guard_arguments(
-    *, call: ToolCall, tool: type[BaseTool], settings: GroupSettings, ctx: BindContext
+    *,
+    call: ToolCall,
+    tool: type[BaseTool],
+    validated: BaseTool,
+    settings: GroupSettings,
+    ctx: BindContext,
 ) -> str:
-    """Run the argument guards on a call that passed policy. Returns why a person must
-    approve it ("" when no guard asks that); raises GuardRefused to refuse it. May replace
-    ``call.arguments`` (redacted, or mutated by the filter webhook and validated again)."""
+    """Run the argument guards on a call that passed policy (``validated``: its arguments as
+    binding validated them). Returns why a person must approve it ("" when no guard asks
+    that); raises GuardRefused to refuse it. May replace ``call.arguments`` (redacted, or
+    mutated by the filter webhook, and validated again)."""
     started = time.perf_counter()
     records: list[dict[str, str]] = []
     waits: list[str] = []
@@ -96,11 +102,15 @@ def guard_arguments(
                 waits.append(_("the arguments carry %(what)s") % {"what": _words(hits)})
         if redact and any(f.guard in redact for f in result.found):
             call.arguments = result.value
-    validated = _revalidated(tool, call.arguments)
+            validated = _revalidated(tool, call.arguments)
     if settings.filter_url:
         validated = _filter_arguments(call, tool, settings, ctx, validated, records)
-    reason = sink_reason(tool=tool, validated=validated, settings=settings, turn_id=call.turn_id)
-    if reason and ctx.untrusted_sinks != "off":
+    reason = (
+        sink_reason(tool=tool, validated=validated, settings=settings, turn_id=call.turn_id)
+        if ctx.untrusted_sinks != "off"
+        else ""
+    )
+    if reason:
         records.append(
             {
                 "stage": "arguments",
@@ -220,6 +230,21 @@ def guard_result(
         "result guards of %s took %.2f ms", call.tool, (time.perf_counter() - started) * 1000
     )
     return result, records
+
+
+def guard_output(output: str, settings: GroupSettings) -> str:
+    """A call's printed output as stored (its card shows it, search and exports read it),
+    through the same secret and PII guards as its result: redacted where the result would be,
+    withheld where the group withholds such results. The filter webhook sees results only."""
+    detectors, actions = _detectors(settings.guard_secrets_result, settings.guard_pii_result)
+    if not output or not detectors:
+        return output
+    redact = {g for g, a in actions.items() if a == "redact"}
+    scanned = scan(output, root="output", detectors=detectors, redact=redact)
+    blocked = [f for f in scanned.found if actions[f.guard] == "block"]
+    if blocked:
+        return _("[output withheld: it carried %(what)s]") % {"what": _words(blocked)}
+    return str(scanned.value)
 
 
 def _filter_result(
