@@ -47,13 +47,17 @@ class PreviewUnavailable(Exception):
 class PreviewContext:
     """What a preview gets besides the arguments. ``settings``: the validated settings of the
     group the activity belongs to (as the executor would get them); ``workspace_dir``: the
-    call's workspace (not created: a preview writes nothing)."""
+    call's workspace (not created: a preview writes nothing). ``own_arguments``: the call's
+    own arguments when someone other than the requester previews an edit of them — a preview
+    that reads something (a file) reads only what those name, so an approver's edit cannot
+    read the requester's other files; None: the requester, or the call's own arguments."""
 
     settings: Any
     workspace_dir: Path
     call_id: int | None
     conversation_id: int | None
     user_id: int | None
+    own_arguments: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ def _page(
                 "deadline": approval_deadline(call),
                 "error": (errors or {}).get(call.pk, ""),
                 "posted": typed,
-                "preview": _preview_of(call, typed["arguments"] if typed else ""),
+                "preview": _preview_of(call, typed["arguments"] if typed else "", request.user),
                 "approvals": approvals_summary(call) if call.approvals_needed > 1 else None,
             }
         )
@@ -58,9 +58,9 @@ def _page(
     return render(request, "platform/approvals.html", context, status=status)
 
 
-def _preview_of(call: ToolCall, text: str) -> Any:
+def _preview_of(call: ToolCall, text: str, viewer: Any) -> Any:
     """The call's preview for ``text`` (edited arguments; blank: its own), or for its own
-    arguments with why the text cannot be read."""
+    arguments with why the text cannot be read; ``viewer``: who looks."""
     try:
         edited = _edited_arguments(call, text)
     except ApprovalError as exc:
@@ -68,7 +68,7 @@ def _preview_of(call: ToolCall, text: str) -> Any:
         if made is not None:
             made.note = _("showing the call's own arguments: %(error)s") % {"error": exc.message}
         return made
-    return toolcall_preview(call=call, arguments=edited)
+    return toolcall_preview(call=call, arguments=edited, viewer_id=viewer.pk)
 
 
 @access.signed_in
@@ -141,7 +141,7 @@ def approval_preview(request: HttpRequest, call_id: int) -> HttpResponse:
         if exc.message in (_("no such tool call"), _("this call is no longer awaiting approval")):
             raise Http404(exc.message) from None
         return access.forbidden(request, exc.message)
-    made = _preview_of(call, request.POST.get("arguments", ""))
+    made = _preview_of(call, request.POST.get("arguments", ""), request.user)
     return render(request, "tools/_approval_preview.html", {"call": call, "preview": made})
 
 

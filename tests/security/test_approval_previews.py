@@ -1,6 +1,7 @@
 """Attacks on approval previews and two-person approvals (issue 36): a preview shows a file's
 content, so only someone who may decide the call sees it (another member, the requester in
-approver mode, a call of someone else's conversation: 403/404); edited arguments never make
+approver mode, a call of someone else's conversation: 403/404); an approver's edit reads only
+the file the call names (not the requester's other files); edited arguments never make
 it read outside what the tool could write (``..``, absolute paths, a link in the workspace
 leading out); untrusted content is escaped; one approver is one approval, and the requester
 is none."""
@@ -17,16 +18,11 @@ from django.test import Client
 
 from chat_app.models import Conversation
 from tests.approvals.conftest import approver_mode, requester_mode, waiting_call, workspace_of
+from tests.helpers import logged_in
 from tools_app.models import ToolCall, ToolCallApproval
 from tools_app.services.approval import ApprovalError, toolcall_decide
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def logged_in(person: Any) -> Client:
-    client = Client()
-    client.force_login(person)
-    return client
 
 
 @pytest.fixture
@@ -107,6 +103,32 @@ def test_edited_arguments_never_read_outside_the_workspace(user, conversation):
     # Not JSON: the call's own arguments are shown, with why.
     bad = client.post(url, {"arguments": "{nope"}).content.decode()
     assert "showing the call&#x27;s own arguments: the arguments are not valid JSON" in bad
+
+
+def test_an_approvers_edit_reads_only_the_file_the_call_names(
+    user, other_user, conversation, leads
+):
+    workspace = workspace_of(conversation, user)
+    (workspace / "plan.txt").write_text("the plan\n")
+    (workspace / "diary.txt").write_text("alice's private diary\n")
+    approver_mode("file_write", leads)
+    call = waiting_call(
+        "file_write", {"path": "plan.txt", "content": "x\n"}, user=user, conversation=conversation
+    )
+    url = f"/approvals/{call.pk}/preview/"
+    edited = '{"path": "diary.txt", "content": ""}'
+    answer = logged_in(other_user).post(url, {"arguments": edited}).content.decode()
+    assert "diary" not in answer.replace("diary.txt", "")  # the file's name, never its content
+    assert "for anyone but the requester the preview reads only the file the call names" in answer
+    # The same path with other content still previews; so does the requester's own edit.
+    same = '{"path": "plan.txt", "content": "y\n"}'
+    assert "-the plan" in logged_in(other_user).post(url, {"arguments": same}).content.decode()
+    requester_mode("file_write")
+    mine = waiting_call(
+        "file_write", {"path": "plan.txt", "content": "x\n"}, user=user, conversation=conversation
+    )
+    own = logged_in(user).post(f"/approvals/{mine.pk}/preview/", {"arguments": edited})
+    assert "alice&#x27;s private diary" in own.content.decode()
 
 
 def test_untrusted_content_is_escaped_in_the_diff(user, conversation):

@@ -29,18 +29,17 @@ from tools_app.services.binding import format_validation_error
 logger = logging.getLogger(__name__)
 
 
-def has_preview(call: ToolCall) -> bool:
-    tool = selectors.tool_named(call.tool)
-    return tool is not None and resolve_preview(tool) is not None
-
-
 def _unavailable(reason: str) -> Preview:
     return Preview(unavailable=reason, taken_at=timezone.now())
 
 
-def toolcall_preview(*, call: ToolCall, arguments: dict[str, Any] | None = None) -> Preview | None:
+def toolcall_preview(
+    *, call: ToolCall, arguments: dict[str, Any] | None = None, viewer_id: int | None = None
+) -> Preview | None:
     """What ``call`` would do with ``arguments`` (its own when None), or None when its tool has
-    no preview. The caller has checked that the viewer may decide the call."""
+    no preview. The caller has checked that the viewer (``viewer_id``; None: the requester)
+    may decide the call; a viewer other than the requester previewing an edit reads only what
+    the call's own arguments name (``PreviewContext.own_arguments``)."""
     tool = selectors.tool_named(call.tool)
     hook = resolve_preview(tool) if tool is not None else None
     if tool is None or hook is None:
@@ -77,6 +76,11 @@ def toolcall_preview(*, call: ToolCall, arguments: dict[str, Any] | None = None)
         call_id=call.pk,
         conversation_id=call.conversation_id,
         user_id=call.user_id,
+        own_arguments=(
+            call.arguments
+            if arguments is not None and viewer_id is not None and viewer_id != call.user_id
+            else None
+        ),
     )
     try:
         made = hook(validated, ctx)

@@ -51,6 +51,13 @@ def file_write_preview(args: Any, ctx: PreviewContext) -> Preview:
     path = str(args.path)
     mode = getattr(args, "mode", "overwrite")
     content = str(args.content)
+    if ctx.own_arguments is not None and path != str(ctx.own_arguments.get("path", "")):
+        raise PreviewUnavailable(
+            _(
+                "the edit names another path: for anyone but the requester the preview reads "
+                "only the file the call names"
+            )
+        )
     root, parts = _where(path, settings, ctx.workspace_dir)
     if not parts:
         raise PreviewUnavailable(_("the path names a folder, not a file"))
