@@ -383,8 +383,9 @@ def turn_send(*, user: Any, conversation_id: int, text: str, files: Any = None) 
 def toolcall_retry(*, user: Any, conversation_id: int, call_id: Any) -> Turn | None:
     """The card's Retry: the same call (tool and stored arguments) once more, as a ``/``
     command of the conversation's owner, so it takes the same binding as any other call
-    (grants, policy, the person's connection, approval). Only the owner's own, finished,
-    failed or refused calls of this conversation."""
+    (grants, policy, the person's connection, approval). Only the owner's own calls of this
+    conversation refused for want of a connection (the Connect card's Retry): any other
+    replayed as a ``/`` command would escape what held it (a guard on a model's call)."""
     import json
 
     from tools_app.models import ToolCall
@@ -395,7 +396,8 @@ def toolcall_retry(*, user: Any, conversation_id: int, call_id: Any) -> Turn | N
         conversation=conversation,
         status__in=(ToolCall.Status.FAILED, ToolCall.Status.DENIED),
     ).first()
-    if call is None or call.imported:
+    result = call.result if call is not None else None
+    if call is None or call.imported or not (isinstance(result, dict) and result.get("connect")):
         raise TurnError(_("that call cannot be retried"))
     arguments = call.arguments if isinstance(call.arguments, dict) else {}
     text = f"/{call.tool} {json.dumps(arguments, ensure_ascii=False)}"

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.test import Client
 
+from tests.helpers import logged_in
 from tests.tools.mcp.connect import authorize_at_server, connect, finish, query, start
 from tests.tools.mcp.oauth_servers import OAuthMcp, serve_oauth_mcp
 from tools_app.connections.models import ConnectAttempt, SourceConnection
@@ -34,12 +34,6 @@ def served() -> Iterator[OAuthMcp]:
     imported_reset()
 
 
-def client_of(user: Any) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 @pytest.fixture
 def source(served: OAuthMcp, staff_user: Any) -> Any:
     source = mcp_server_add(
@@ -47,7 +41,7 @@ def source(served: OAuthMcp, staff_user: Any) -> Any:
     )
     source_credentials_set(source=source, mode="person", user=staff_user)
     source.refresh_from_db()
-    connect(client_of(staff_user), served, "svc", "admin-gh")
+    connect(logged_in(staff_user), served, "svc", "admin-gh")
     mcp_refresh(source, user_id=staff_user.pk)
     source.refresh_from_db()
     return source
@@ -70,7 +64,7 @@ def run(user: Any, tool: str, arguments: dict[str, Any] | None = None, **ctx: An
 
 # --- state and redirect --------------------------------------------------------------------------
 def test_it_refuses_a_made_up_state(served: OAuthMcp, source: Any, user: Any) -> None:
-    client = client_of(user)
+    client = logged_in(user)
     response = client.get("/connections/callback/?code=abc&state=forged-state-value")
     assert response.status_code == 302 and response["Location"] == "/connections/"
     assert "unknown or was already used" in client.get("/connections/").content.decode()
@@ -80,7 +74,7 @@ def test_it_refuses_a_made_up_state(served: OAuthMcp, source: Any, user: Any) ->
 def test_a_replayed_state_connects_nothing_the_second_time(
     served: OAuthMcp, source: Any, user: Any
 ) -> None:
-    client = client_of(user)
+    client = logged_in(user)
     back = authorize_at_server(start(client, "svc"), account="alice-gh")
     assert finish(client, back).status_code == 302
     SourceConnection.objects.filter(user=user).delete()
@@ -95,9 +89,9 @@ def test_a_callback_for_another_persons_attempt_is_refused_and_spends_it(
 ) -> None:
     # Mallory starts, authorizes her own account, and sends Alice the callback link (login
     # CSRF: Alice would be connected to Mallory's account). Alice's browser opens it.
-    mallory = client_of(other_user)
+    mallory = logged_in(other_user)
     back = authorize_at_server(start(mallory, "svc"), account="mallory-gh")
-    alice = client_of(user)
+    alice = logged_in(user)
     assert finish(alice, back)["Location"] == "/connections/"
     assert "started by someone else" in alice.get("/connections/").content.decode()
     assert not SourceConnection.objects.filter(source=source).exclude(user__is_staff=True).exists()
@@ -110,8 +104,8 @@ def test_a_callback_for_another_persons_attempt_is_refused_and_spends_it(
 def test_a_callback_in_another_browser_session_of_the_same_person_is_refused(
     served: OAuthMcp, source: Any, user: Any
 ) -> None:
-    back = authorize_at_server(start(client_of(user), "svc"), account="alice-gh")
-    elsewhere = client_of(user)  # a second session of the same person
+    back = authorize_at_server(start(logged_in(user), "svc"), account="alice-gh")
+    elsewhere = logged_in(user)  # a second session of the same person
     assert finish(elsewhere, back)["Location"] == "/connections/"
     assert not SourceConnection.objects.filter(user=user).exists()
 
@@ -119,7 +113,7 @@ def test_a_callback_in_another_browser_session_of_the_same_person_is_refused(
 def test_the_redirect_uri_is_ours_and_next_cannot_leave_the_site(
     served: OAuthMcp, source: Any, user: Any
 ) -> None:
-    client = client_of(user)
+    client = logged_in(user)
     authorize = start(client, "svc", next_url="https://evil.example/steal")
     assert query(authorize)["redirect_uri"] == "http://testserver/connections/callback/"
     assert ConnectAttempt.objects.get().next_url == ""
@@ -131,7 +125,7 @@ def test_the_redirect_uri_is_ours_and_next_cannot_leave_the_site(
 
 
 def test_a_tampered_code_gets_the_servers_refusal(served: OAuthMcp, source: Any, user: Any) -> None:
-    client = client_of(user)
+    client = logged_in(user)
     back = authorize_at_server(start(client, "svc"), account="alice-gh")
     forged = back.replace("code=", "code=x")
     finish(client, forged)
@@ -147,7 +141,7 @@ def test_an_authorization_server_at_a_private_address_is_refused(
     for issuer in ("http://10.1.2.3/", "http://169.254.169.254/"):
         source_credentials_set(source=source, mode="person", user=staff_user, issuer=issuer)
         source.refresh_from_db()
-        client = client_of(staff_user)  # its tools are not listed yet: an admin connects
+        client = logged_in(staff_user)  # its tools are not listed yet: an admin connects
         assert client.get("/connections/sneaky/connect/")["Location"] == "/connections/"
         page = client.get("/connections/").content.decode()
         assert "Cannot connect" in page and "URL refused" in page, page[:2000]
@@ -158,7 +152,7 @@ def test_an_authorization_server_at_a_private_address_is_refused(
 def test_a_person_who_never_connected_never_gets_someone_elses_token_by_any_way(
     served: OAuthMcp, source: Any, user: Any, other_user: Any
 ) -> None:
-    connect(client_of(user), served, "svc", "alice-gh")
+    connect(logged_in(user), served, "svc", "alice-gh")
     assert run(user, "whoami").result["text"] == "you are alice-gh"
     seen = len(served.observed.authorizations)
     for way in ("chat", "slash", "api", "mcp", "test"):
@@ -172,8 +166,8 @@ def test_sessions_are_per_person_and_keys_hold_no_token(
 ) -> None:
     from tools_app.executors.mcp.runtime import runtime
 
-    connect(client_of(user), served, "svc", "alice-gh")
-    connect(client_of(other_user), served, "svc", "bob-gh")
+    connect(logged_in(user), served, "svc", "alice-gh")
+    connect(logged_in(other_user), served, "svc", "bob-gh")
     run(user, "whoami")
     run(other_user, "whoami")
     keys = [k for k in runtime().sessions() if k[0] == "svc"]
@@ -189,7 +183,7 @@ def test_a_server_echoing_the_headers_back_gets_the_token_scrubbed(
     from chat_app.services.transfer import export_json
     from platform_app.webhooks.receivers import _call_data
 
-    connect(client_of(user), served, "svc", "alice-gh")
+    connect(logged_in(user), served, "svc", "alice-gh")
     call = run(user, "echo_headers", conversation_id=conversation.pk, source="chat")
     assert call.status == "succeeded", call.result
     token = dict(served.observed.issued)["alice-gh"]
@@ -215,10 +209,42 @@ def test_the_token_is_never_in_the_sandbox_environment(
 ) -> None:
     import os
 
-    connect(client_of(user), served, "svc", "alice-gh")
+    connect(logged_in(user), served, "svc", "alice-gh")
     run(user, "whoami")
     token = dict(served.observed.issued)["alice-gh"]
     assert not any(token in v for v in os.environ.values())  # the worker's own environment
     shell = run(user, "shell_exec", {"command": "env; cat /proc/self/environ"})
     assert shell.status in ("succeeded", "failed"), shell.result
     assert token not in json.dumps(shell.result) and token not in shell.output
+
+
+@pytest.mark.django_db(transaction=True)
+def test_only_a_call_refused_for_want_of_a_connection_can_be_retried(user, conversation):
+    """The Connect card's Retry replays a call as the owner's ``/`` command; any other refused
+    call (a guard held a sink the model chose) replayed that way would escape its guard."""
+    from chat_app.services.turns import TurnError, toolcall_retry
+
+    held = ToolCall.objects.create(
+        conversation=conversation,
+        user=user,
+        tool="current_time",
+        group="time",
+        arguments={"timezone": "UTC"},
+        status=ToolCall.Status.DENIED,
+        policy_verdict="guard",
+        error="refused: after content from https://attacker.example/ entered this turn",
+    )
+    with pytest.raises(TurnError, match="cannot be retried"):
+        toolcall_retry(user=user, conversation_id=conversation.pk, call_id=held.pk)
+    unconnected = ToolCall.objects.create(
+        conversation=conversation,
+        user=user,
+        tool="current_time",
+        group="time",
+        arguments={"timezone": "UTC"},
+        status=ToolCall.Status.DENIED,
+        result={"success": False, "connect": {"source": "svc"}},
+    )
+    turn = toolcall_retry(user=user, conversation_id=conversation.pk, call_id=unconnected.pk)
+    assert turn is not None
+    assert turn.messages.get(role="user").content == '/current_time {"timezone": "UTC"}'
