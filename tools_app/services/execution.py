@@ -27,7 +27,7 @@ from infra.maintenance import close_connections_quietly
 from tools_app import selectors
 from tools_app.errors import PolicyDenied, ToolCancelled, ToolError, ToolTimeout
 from tools_app.events import toolcall_publish
-from tools_app.guards import guard_result
+from tools_app.guards import guard_output, guard_result
 from tools_app.models import AuditRecord, ToolCall
 from tools_app.registry import (
     activity_name,
@@ -175,8 +175,11 @@ def _execute(call: ToolCall, audit_open: bool) -> ActivityContext[Any]:
             result = {"success": False, "error": error}
         if output and not error_data:
             result["output"] = output[-4000:]
-    # Guards on the result, before anything can read it (the model, the card, /mcp/, /v1).
-    result, guards = _guarded(call, result, config.settings(call.group))
+    # Guards on the result, before anything can read it (the model, the card, /mcp/, /v1),
+    # and on the printed output kept beside it.
+    group_settings = config.settings(call.group)
+    result, guards = _guarded(call, result, group_settings)
+    output = _output_guarded(call, output, group_settings)
     if status == ToolCall.Status.SUCCEEDED and result.get("success") is False:
         status, error = ToolCall.Status.FAILED, str(result.get("error", ""))
     result["duration_ms"] = duration_ms
@@ -205,6 +208,14 @@ def _guarded(
         logger.exception("the result guards of call %s crashed", call.pk)
         error = "the guards could not check this result (an internal error, logged)"
         return {"success": False, "error": error}, list(call.guards or [])
+
+
+def _output_guarded(call: ToolCall, output: str, settings: Any) -> str:
+    try:
+        return guard_output(output, settings)
+    except Exception:  # withheld rather than kept unread
+        logger.exception("the output guards of call %s crashed", call.pk)
+        return "[output withheld: the guards could not check it]"
 
 
 FINISH_RETRY_SECONDS = (0.5, 1.0, 2.0, 4.0)

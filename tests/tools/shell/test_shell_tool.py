@@ -81,6 +81,19 @@ def test_it_reports_a_timeout_with_the_output_so_far(tools: Tools) -> None:
     assert "before" in call.output
 
 
+def test_a_key_a_command_prints_is_redacted_in_its_result_and_its_kept_output(
+    tools: Tools,
+) -> None:
+    key = "AKIA" + "IOSFODNN7EXAMPLE"  # not in the command line as one word
+    call = tools.sh('k=AKIA; echo "aws_access_key_id=${k}IOSFODNN7EXAMPLE"')
+    assert "aws_access_key_id=[REDACTED:AWS Access Key]" in call.output
+    assert key not in call.output and key not in str(call.result)
+    configure("shell", sandbox_backend=tools.backend, guard_secrets_result="block")
+    call = tools.call("shell_exec", command='k=AKIA; echo "aws_access_key_id=${k}IOSFODNN7EXAMPLE"')
+    assert call.status == ToolCall.Status.FAILED and call.error.startswith("guard: the result")
+    assert call.output == "[output withheld: it carried AWS Access Key (output)]"
+
+
 def test_it_caps_the_output_with_a_notice(tools: Tools) -> None:
     configure("shell", sandbox_backend=tools.backend, max_output_bytes=1000)
     call = tools.call("shell_exec", command="head -c 50000 /dev/zero | tr '\\0' x; echo e >&2")
