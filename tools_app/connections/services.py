@@ -11,6 +11,7 @@ from results and errors (``scrub``) before anything stores them.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from django.db import connection as db_connection
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -241,13 +243,12 @@ def connection_refresh(connection_id: int, *, rejected: str) -> SourceConnection
         # The row lock serialises processes (several workers, several hosts): an
         # authorization server that rotates refresh tokens accepts each one once, so the
         # second to come reads the tokens the first stored instead of spending the old one.
-        with transaction.atomic():
-            connection = (
-                SourceConnection.objects.select_for_update(of=("self",))
-                .select_related("source")
-                .filter(pk=connection_id)
-                .first()
-            )
+        # SQLite is one process (embedded mode; the thread lock above is enough), and a
+        # transaction there holds the database's one write lock: not while a token endpoint
+        # takes its time.
+        rows = _row_locked()
+        with rows.transaction:
+            connection = rows.queryset.select_related("source").filter(pk=connection_id).first()
             if connection is None:
                 raise ToolError("the connection was removed meanwhile; connect again")
             source = connection.source
@@ -294,6 +295,19 @@ def connection_refresh(connection_id: int, *, rejected: str) -> SourceConnection
             reason=_("the authorization server refused to renew it: %(error)s")
             % {"error": refused},
         )
+
+
+@dataclass
+class _Rows:
+    transaction: Any
+    queryset: Any
+
+
+def _row_locked() -> _Rows:
+    """A transaction with the connection's row locked (PostgreSQL), or none (SQLite)."""
+    if db_connection.vendor == "sqlite":
+        return _Rows(contextlib.nullcontext(), SourceConnection.objects.all())
+    return _Rows(transaction.atomic(), SourceConnection.objects.select_for_update(of=("self",)))
 
 
 def _store_tokens(connection: SourceConnection, tokens: oauth.Tokens) -> None:
