@@ -407,7 +407,9 @@ def toolcall_check(
                 ToolCall.Status.FAILED, connect[0], verdict=NOT_CONNECTED, data=connect[1]
             )
         try:  # guards on the arguments, then escalation after untrusted content
-            escalated = guard_arguments(call=call, tool=tool, settings=settings, ctx=ctx)
+            escalated = guard_arguments(
+                call=call, tool=tool, validated=validated, settings=settings, ctx=ctx
+            )
         except PolicyDenied as exc:
             raise _Refused(ToolCall.Status.DENIED, exc.reason, verdict="guard") from None
     except _Refused as refused:
