@@ -169,6 +169,18 @@ def standing_revocable(user: Any, grant: Any) -> bool:
     return staff_member(user) or (active(user) and grant.granted_by_id == user.pk)
 
 
+# --- schedules ---------------------------------------------------------------------------
+def schedule_preapprovable(
+    user: Any, *, owner_id: int | None, approves_something: Callable[[], bool]
+) -> bool:
+    """A schedule someone may open to pre-approve its calls: an admin and an approver of some
+    function (``approves_something``, asked last) any person's; the owner their own. Whether
+    they may pre-approve a given function is decided per function by the approval rules."""
+    if not active(user):
+        return False
+    return staff_member(user) or owner(user, owner_id) or approves_something()
+
+
 # --- the one 403 shape -----------------------------------------------------------------------
 def wants_json(request: HttpRequest) -> bool:
     accept = request.headers.get("Accept", "")

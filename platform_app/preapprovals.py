@@ -15,6 +15,7 @@ import hashlib
 import json
 from typing import Any
 
+from infra import access
 from platform_app.models import Schedule
 from tools_app.models import StandingApproval, ToolCall, ToolFunctionConfig
 from tools_app.services.approval import decider_group_ids
@@ -102,15 +103,19 @@ def schedule_for_approver(*, user: Any, schedule_id: int) -> Schedule | None:
     """A schedule another person's approver may pre-approve calls for: theirs, or (an
     approver of some group, an admin) anyone's. Whether they may pre-approve a given
     function is decided per function (``preapproval_check``); ids reveal nothing more."""
-    if not getattr(user, "is_active", False):
+    schedule = Schedule.objects.filter(pk=schedule_id).first()
+    if schedule is None:
         return None
-    schedules = Schedule.objects.filter(pk=schedule_id)
-    if getattr(user, "is_staff", False):
-        return schedules.first()
-    approves = ToolFunctionConfig.objects.filter(
-        approval_mode="approver", approver_groups__in=decider_group_ids(user)
-    ).exists()
-    return (schedules if approves else schedules.filter(user_id=user.pk)).first()
+
+    def approves_something() -> bool:
+        return ToolFunctionConfig.objects.filter(
+            approval_mode="approver", approver_groups__in=decider_group_ids(user)
+        ).exists()
+
+    allowed = access.schedule_preapprovable(
+        user, owner_id=schedule.user_id, approves_something=approves_something
+    )
+    return schedule if allowed else None
 
 
 def schedule_preapprovals_shown(schedule: Schedule) -> list[StandingApproval]:
