@@ -443,6 +443,16 @@ def other_user(transactional_db: None) -> Any:
 
 
 @pytest.fixture
+def leads(other_user: Any) -> Any:
+    """An approver group: ``other_user`` (bob) approves what ``user`` (alice) asks for."""
+    from django.contrib.auth.models import Group
+
+    group = Group.objects.create(name="leads")
+    group.user_set.add(other_user)
+    return group
+
+
+@pytest.fixture
 def staff_user(transactional_db: None) -> Any:
     from django.contrib.auth import get_user_model
 

@@ -32,6 +32,15 @@ def wait_for(
     pytest.fail(f"timed out after {timeout} s waiting for {message} (last value: {last!r})")
 
 
+def logged_in(user: Any) -> Any:
+    """A Django test client signed in as ``user``."""
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    return client
+
+
 def require(condition: bool, reason: str) -> None:
     """A missing service fails the test under CI=true; elsewhere it skips."""
     if condition:

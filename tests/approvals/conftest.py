@@ -23,12 +23,17 @@ def approver_mode(tool: str, *groups: Group, needed: int = 1) -> None:
     config.approver_groups.set(groups)
 
 
-def waiting_call(tool: str, arguments: dict[str, Any], *, user: Any, conversation: Any) -> ToolCall:
-    """A call of ``tool`` bound as the chat binds it, left waiting for approval."""
-    call = toolcall_bind(
+def bound(tool: str, arguments: dict[str, Any], *, user: Any, conversation: Any) -> ToolCall:
+    """A call of ``tool`` bound as the chat binds it."""
+    return toolcall_bind(
         request=CallRequest(tool=tool, arguments=arguments),
         ctx=BindContext(user_id=user.pk, conversation_id=conversation.pk, source="chat"),
     )
+
+
+def waiting_call(tool: str, arguments: dict[str, Any], *, user: Any, conversation: Any) -> ToolCall:
+    """A call of ``tool`` bound as the chat binds it, left waiting for approval."""
+    call = bound(tool, arguments, user=user, conversation=conversation)
     assert call.status == ToolCall.Status.AWAITING_APPROVAL, (call.status, call.error)
     return call
 

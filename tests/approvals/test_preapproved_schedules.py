@@ -11,7 +11,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group
 from django.test import Client
 from django.utils import timezone
 
@@ -33,20 +32,16 @@ UTC_NOW = {"tool": "current_time", "arguments": {"timezone": "UTC"}}
 MESSAGE = '/current_time {"timezone": "UTC"}'
 
 
-@pytest.fixture
-def leads(other_user: Any) -> Group:
-    group = Group.objects.create(name="leads")
-    group.user_set.add(other_user)
-    return group
-
-
-def schedule_of(user: Any, *, name: str = "nightly", message: str = MESSAGE) -> Schedule:
+def schedule_of(
+    user: Any, *, name: str = "nightly", message: str = MESSAGE, **more: Any
+) -> Schedule:
     return Schedule.objects.create(
         user=user,
         name=name,
         cron="0 3 * * *",
         message=message,
         next_run_at=timezone.now() + timedelta(hours=1),
+        **more,
     )
 
 

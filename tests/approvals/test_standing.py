@@ -6,42 +6,24 @@ grants and revokes them."""
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
 import pytest
 from asgiref.sync import async_to_sync
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
-from django.contrib.auth.models import Group
 from django.test import Client
 from django.utils import timezone
 
 from chat_app.models import Conversation
 from chat_app.routing import websocket_urlpatterns as chat_routes
 from platform_app.api_tokens import api_token_create
-from tests.approvals.conftest import approver_mode, requester_mode, waiting_call
+from tests.approvals.conftest import approver_mode, bound, requester_mode, waiting_call
 from tests.helpers import signed_in, wait_for
 from tools_app.models import AuditRecord, StandingApproval, ToolCall, ToolFunctionConfig
-from tools_app.runtime import BindContext
 from tools_app.services.approval import ApprovalError
-from tools_app.services.binding import CallRequest, toolcall_bind
 from tools_app.services.standing import toolcall_decide_widened
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def bound(tool: str, arguments: dict[str, Any], *, user: Any, conversation: Any) -> ToolCall:
-    return toolcall_bind(
-        request=CallRequest(tool=tool, arguments=arguments),
-        ctx=BindContext(user_id=user.pk, conversation_id=conversation.pk, source="chat"),
-    )
-
-
-@pytest.fixture
-def leads(other_user: Any) -> Group:
-    group = Group.objects.create(name="leads")
-    group.user_set.add(other_user)
-    return group
 
 
 def test_it_remembers_for_the_conversation_from_the_card(worker, user, conversation):

@@ -22,7 +22,7 @@ from django.test import Client
 from chat_app.routing import websocket_urlpatterns as chat_routes
 from platform_app.api_tokens import api_token_create
 from tests.approvals.conftest import approver_mode, waiting_call
-from tests.helpers import signed_in, wait_for
+from tests.helpers import logged_in, signed_in, wait_for
 from tools_app.events import render_toolcall_card
 from tools_app.models import AuditRecord, ToolCall, ToolCallApproval, ToolFunctionConfig
 from tools_app.services import approval
@@ -43,12 +43,6 @@ def leads(other_user: Any) -> Group:
 
 def carol() -> Any:
     return get_user_model().objects.get(username="carol")
-
-
-def logged_in(person: Any) -> Client:
-    client = Client()
-    client.force_login(person)
-    return client
 
 
 def test_it_runs_after_two_distinct_approvers(worker, user, other_user, conversation, leads):

@@ -15,13 +15,8 @@ from chat_app.models import Conversation, Message
 from chat_app.services import sharing, transfer
 from chat_app.services.conversations import sidebar_groups
 from chat_app.services.search import conversations_search
+from tests.helpers import logged_in
 from tools_app.models import ToolCall
-
-
-def client_for(user: Any) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def talk(owner: Any, title: str, *texts: str) -> Conversation:
@@ -56,7 +51,7 @@ def test_the_sidebar_groups_by_date_with_pinned_first(user):
     for name, days in ages.items():
         made[name] = Conversation.objects.create(owner=user, title=name)
         Conversation.objects.filter(pk=made[name].pk).update(updated_at=now - timedelta(days=days))
-    client = client_for(user)
+    client = logged_in(user)
     client.post(f"/c/{made['pinned'].pk}/pin/", {"pinned": "1"})
     client.post(f"/c/{made['old'].pk}/archive/", {"archived": "1"})
     made["archived"] = Conversation.objects.create(owner=user, title="gone")
@@ -124,7 +119,7 @@ def test_search_finds_titles_messages_and_tool_calls_of_the_owner_only(user, oth
 
 def test_search_snippets_are_escaped_and_the_pages_show_them(user):
     talk(user, "<script>alert(1)</script> title", "look <img src=x onerror=alert(1)> zebra")
-    client = client_for(user)
+    client = logged_in(user)
     page = client.get("/search/", {"q": "zebra"}).content.decode()
     assert "<mark>zebra</mark>" in page
     assert "<img src=x" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
@@ -139,7 +134,7 @@ def test_search_snippets_are_escaped_and_the_pages_show_them(user):
 def test_export_as_json_and_markdown_and_import_back(user, other_user):
     source = talk(user, "Deploy **notes**", "Deploy the app", "Done: ```code``` inside")
     record = call(source, "shell_exec", {"command": "ls"}, {"stdout": "a.txt", "success": True})
-    client = client_for(user)
+    client = logged_in(user)
     exported = client.get(f"/c/{source.pk}/export.json")
     assert exported["Content-Disposition"].startswith('attachment; filename="deploy-notes-')
     data = json.loads(exported.content)
@@ -161,7 +156,7 @@ def test_export_as_json_and_markdown_and_import_back(user, other_user):
     assert "````\n" not in markdown.split("Done:")[0] and '"command": "ls"' in markdown
 
     # Bob imports Alice's export (a file she gave him): a new conversation of his, calls as records.
-    bob = client_for(other_user)
+    bob = logged_in(other_user)
     response = bob.post("/c/import/", {"file": _upload(exported.content)})
     imported = Conversation.objects.exclude(pk=source.pk).get()
     assert response.status_code == 302 and response.url == f"/c/{imported.pk}/"
@@ -215,7 +210,7 @@ MALFORMED = [
 
 
 def test_a_malformed_import_gets_a_clear_error_and_creates_nothing(user):
-    client = client_for(user)
+    client = logged_in(user)
     for payload, error in MALFORMED:
         raw = payload if isinstance(payload, str) else json.dumps(payload)
         response = client.post("/c/import/", {"file": _upload(raw)})
@@ -230,7 +225,7 @@ def test_an_imported_title_with_a_script_is_shown_escaped(user):
         "title": "<script>alert('t')</script>",
         "messages": [{"role": "assistant", "content": "<img src=x onerror=alert(2)>"}],
     }
-    client = client_for(user)
+    client = logged_in(user)
     response = client.post("/c/import/", {"file": _upload(json.dumps(payload))})
     page = client.get(response.url).content.decode()
     assert "<script>alert('t')" not in page and "&lt;script&gt;alert(" in page
@@ -240,7 +235,7 @@ def test_an_imported_title_with_a_script_is_shown_escaped(user):
 def test_an_oversized_import_is_refused(user, monkeypatch):
     monkeypatch.setattr(transfer, "MAX_IMPORT_BYTES", 1000)
     raw = json.dumps({**GOOD, "title": "x", "messages": [{"role": "user", "content": "y" * 2000}]})
-    response = client_for(user).post("/c/import/", {"file": _upload(raw)})
+    response = logged_in(user).post("/c/import/", {"file": _upload(raw)})
     assert response.status_code == 400 and "larger than" in response.content.decode()
 
 
@@ -250,7 +245,7 @@ def test_an_oversized_import_is_refused(user, monkeypatch):
 def test_a_share_link_shows_what_the_owner_chose_until_revoked(user, other_user):
     conversation = talk(user, "Shared plan", "the plan is simple", "indeed")
     call(conversation, "shell_exec", {"command": "cat secret-args"}, {"stdout": "secret-output"})
-    alice, bob = client_for(user), client_for(other_user)
+    alice, bob = logged_in(user), logged_in(other_user)
     alice.post(f"/c/{conversation.pk}/share/", {"include_tools": "on"})
     share = sharing.share_active(conversation)
     assert share is not None and len(share.token) >= 40
@@ -290,7 +285,7 @@ def test_another_persons_conversation_cannot_be_exported_shared_pinned_archived_
     user, other_user
 ):
     secret = talk(user, "Alice only", "private words")
-    bob = client_for(other_user)
+    bob = logged_in(other_user)
     attempts = [
         ("get", f"/c/{secret.pk}/export.json", {}),
         ("get", f"/c/{secret.pk}/export.md", {}),

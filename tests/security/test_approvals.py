@@ -17,7 +17,6 @@ from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.test import Client
 
 from chat_app.models import Turn
 from chat_app.routing import websocket_urlpatterns as chat_routes
@@ -25,7 +24,7 @@ from chat_app.services.turns import turn_start
 from infra.maintenance import maintenance_steps
 from platform_app.approvals.routing import websocket_urlpatterns as approvals_routes
 from tests.conftest import wait_turn
-from tests.helpers import signed_in, tool_json, wait_for
+from tests.helpers import logged_in, signed_in, tool_json, wait_for
 from tests.llm_server import Call, Reply
 from tools_app.events import render_toolcall_card
 from tools_app.manager.routing import websocket_urlpatterns as tools_routes
@@ -39,12 +38,6 @@ from tools_app.services.binding import CallRequest, toolcall_bind
 def approver_mode(*groups: Group, tool: str = "current_time") -> None:
     config = ToolFunctionConfig.objects.create(name=tool, approval_mode="approver")
     config.approver_groups.set(groups)
-
-
-def logged_in(user: Any) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def awaiting(turn: Turn) -> ToolCall:

@@ -7,21 +7,18 @@ owner's own chat in the conversation the schedule writes into, and a call a guar
 from __future__ import annotations
 
 import json
-from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import Group
 from django.test import Client
-from django.utils import timezone
 
-from chat_app.models import Turn
 from chat_app.services.turns import turn_start
 from platform_app.api_tokens import api_token_create
 from platform_app.models import Schedule
 from platform_app.preapprovals import schedule_preapprove_for
-from platform_app.tasks import schedules_tick
 from tests.approvals.conftest import approver_mode, requester_mode
+from tests.approvals.test_preapproved_schedules import fire, schedule_of
 from tests.helpers import wait_for
 from tests.tools.conftest import configure
 from tools_app.models import StandingApproval, ToolCall
@@ -39,26 +36,6 @@ def leads(other_user: Any) -> Group:
     group.user_set.add(other_user)
     approver_mode("current_time", group)
     return group
-
-
-def schedule_of(user: Any, *, name: str = "nightly", message: str = MESSAGE, **more: Any) -> Any:
-    return Schedule.objects.create(
-        user=user,
-        name=name,
-        cron="0 3 * * *",
-        message=message,
-        next_run_at=timezone.now() + timedelta(hours=1),
-        **more,
-    )
-
-
-def fire(schedule: Schedule) -> ToolCall:
-    Schedule.objects.filter(pk=schedule.pk).update(
-        next_run_at=timezone.now() - timedelta(minutes=1)
-    )
-    schedules_tick()
-    turn = wait_for(lambda: Turn.objects.filter(schedule_id=schedule.pk).order_by("-pk").first())
-    return wait_for(lambda: ToolCall.objects.filter(turn=turn).first())
 
 
 def test_a_schedule_rewritten_through_patch_after_preapproval_waits(

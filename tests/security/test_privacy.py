@@ -14,12 +14,11 @@ from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
-from django.test import Client
 
 from chat_app.models import Conversation, Message
 from chat_app.routing import websocket_urlpatterns
 from platform_app.models import CoreMemoryEntry, MemoryChunk, Schedule
-from tests.helpers import signed_in
+from tests.helpers import logged_in, signed_in
 from tools_app.models import AuditRecord
 from tools_app.runtime import workspace_dir_for, workspace_id_for
 
@@ -58,12 +57,6 @@ def auditor(transactional_db: None) -> Any:
     return person
 
 
-def client_for(user: Any) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 def reads() -> list[tuple[str, int | None, str, str]]:
     return [
         (r.username, r.conversation_id, r.tool, r.detail["owner"])
@@ -80,21 +73,21 @@ def urls(conversation: Conversation) -> list[str]:
 
 
 def test_a_member_reads_nothing_of_another_users_conversation(secret, other_user):
-    bob = client_for(other_user)
+    bob = logged_in(other_user)
     for url in urls(secret):
         assert bob.get(url).status_code == 404, url
     assert reads() == []
 
 
 def test_staff_without_the_permission_read_nothing(secret, plain_staff):
-    stan = client_for(plain_staff)
+    stan = logged_in(plain_staff)
     for url in urls(secret):
         assert stan.get(url).status_code == 404, url
     assert reads() == []
 
 
 def test_an_auditor_reads_and_each_read_is_audited(secret, auditor):
-    audrey = client_for(auditor)
+    audrey = logged_in(auditor)
     page = audrey.get(f"/c/{secret.pk}/")
     assert page.status_code == 200
     html = page.content.decode()
@@ -111,12 +104,12 @@ def test_an_auditor_reads_and_each_read_is_audited(secret, auditor):
 
 
 def test_the_owners_own_reads_are_not_audited(secret, user):
-    assert client_for(user).get(f"/c/{secret.pk}/").status_code == 200
+    assert logged_in(user).get(f"/c/{secret.pk}/").status_code == 200
     assert reads() == []
 
 
 def test_repeated_reads_within_a_minute_are_one_record(secret, auditor):
-    audrey = client_for(auditor)
+    audrey = logged_in(auditor)
     audrey.get(f"/c/{secret.pk}/")
     audrey.get(f"/c/{secret.pk}/")
     assert len(reads()) == 1
@@ -128,12 +121,12 @@ def test_repeated_reads_within_a_minute_are_one_record(secret, auditor):
 
 
 def test_a_superuser_holds_the_permission_and_is_audited_too(secret, staff_user):
-    assert client_for(staff_user).get(f"/c/{secret.pk}/").status_code == 200
+    assert logged_in(staff_user).get(f"/c/{secret.pk}/").status_code == 200
     assert reads() == [("root", secret.pk, "page", "alice")]
 
 
 def test_an_auditor_is_not_staff_the_audit_log_stays_with_staff(secret, auditor):
-    audrey = client_for(auditor)
+    audrey = logged_in(auditor)
     audrey.get(f"/c/{secret.pk}/")
     assert audrey.get("/tools/audit/").status_code == 403
     record = AuditRecord.objects.get(kind="read")
@@ -143,13 +136,13 @@ def test_an_auditor_is_not_staff_the_audit_log_stays_with_staff(secret, auditor)
 def test_the_audit_log_links_a_conversation_only_for_those_who_may_read_it(
     secret, plain_staff, staff_user
 ):
-    client_for(staff_user).get(f"/c/{secret.pk}/")
+    logged_in(staff_user).get(f"/c/{secret.pk}/")
     record = AuditRecord.objects.get(kind="read")
-    html = client_for(plain_staff).get(f"/tools/audit/{record.pk}/").content.decode()
+    html = logged_in(plain_staff).get(f"/tools/audit/{record.pk}/").content.decode()
     assert f'href="/c/{secret.pk}/' not in html
     assert "needs the auditor permission" in html
     assert "root</strong> read <strong>alice</strong>'s conversation through page" in html
-    html = client_for(staff_user).get(f"/tools/audit/{record.pk}/").content.decode()
+    html = logged_in(staff_user).get(f"/tools/audit/{record.pk}/").content.decode()
     assert f'href="/c/{secret.pk}/"' in html and "opening it is an audited read" in html
 
 
@@ -191,10 +184,10 @@ def test_the_django_admin_shows_conversations_only_to_auditors_and_audits_it(
         content_type__app_label="chat_app", codename__in=["view_conversation", "view_message"]
     )
     plain_staff.user_permissions.add(*view)
-    stan = client_for(plain_staff)
+    stan = logged_in(plain_staff)
     assert stan.get(f"/admin/chat_app/conversation/{secret.pk}/change/").status_code == 403
     assert stan.get("/admin/chat_app/message/").status_code == 403
-    root = client_for(staff_user)
+    root = logged_in(staff_user)
     page = root.get(f"/admin/chat_app/conversation/{secret.pk}/change/")
     assert page.status_code == 200 and "the launch date" in page.content.decode()
     assert reads() == [("root", secret.pk, "admin", "alice")]
@@ -202,7 +195,7 @@ def test_the_django_admin_shows_conversations_only_to_auditors_and_audits_it(
 
 def test_a_member_cannot_delete_or_see_another_users_schedule_by_id(user, other_user):
     schedule = Schedule.objects.create(user=user, name="mine", cron="0 9 * * *", message="hi")
-    bob = client_for(other_user)
+    bob = logged_in(other_user)
     assert bob.post(f"/schedules/{schedule.pk}/delete/").status_code == 404
     assert "mine" not in bob.get("/schedules/").content.decode()
     assert Schedule.objects.filter(pk=schedule.pk).exists()
@@ -215,9 +208,9 @@ def test_memory_is_not_readable_by_id_by_members_or_plain_staff(user, other_user
         f"/admin/platform/memorychunk/{chunk.pk}/change/",
         f"/admin/platform/corememoryentry/{entry.pk}/change/",
     ):
-        response = client_for(other_user).get(url)  # not staff: the admin's login page
+        response = logged_in(other_user).get(url)  # not staff: the admin's login page
         assert response.status_code == 302 and "/admin/login/" in response.url
-        assert client_for(plain_staff).get(url).status_code == 403
+        assert logged_in(plain_staff).get(url).status_code == 403
 
 
 def test_the_memory_tools_read_only_the_callers_memory(user, other_user):
@@ -250,10 +243,10 @@ def test_a_screenshot_is_for_the_owner_and_auditors_only(secret, other_user, pla
         bytes=len(png),
     )
     path = f"/media/screenshots/{shot.pk}/"
-    assert client_for(other_user).get(path).status_code == 404
-    assert client_for(plain_staff).get(path).status_code == 404
+    assert logged_in(other_user).get(path).status_code == 404
+    assert logged_in(plain_staff).get(path).status_code == 404
     assert reads() == []
-    assert client_for(secret.owner).get(path).status_code == 200
-    response = client_for(auditor).get(path)
+    assert logged_in(secret.owner).get(path).status_code == 200
+    response = logged_in(auditor).get(path)
     assert response.status_code == 200 and b"".join(response.streaming_content) == png
     assert reads() == [("audrey", secret.pk, "screenshot", "alice")]

@@ -9,32 +9,21 @@ import os
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group
 
 from chat_app.models import Conversation
-from tests.approvals.conftest import approver_mode, requester_mode, waiting_call, workspace_of
+from tests.approvals.conftest import (
+    approver_mode,
+    bound,
+    requester_mode,
+    waiting_call,
+    workspace_of,
+)
 from tools_app.models import StandingApproval, ToolCall, ToolFunctionConfig
-from tools_app.runtime import BindContext
 from tools_app.services.approval import ApprovalError
-from tools_app.services.binding import CallRequest, toolcall_bind
 from tools_app.services.standing import arguments_match, toolcall_decide_widened
 
 pytestmark = pytest.mark.django_db(transaction=True)
 WAITS = ToolCall.Status.AWAITING_APPROVAL
-
-
-def bound(tool: str, arguments: dict[str, Any], *, user: Any, conversation: Any) -> ToolCall:
-    return toolcall_bind(
-        request=CallRequest(tool=tool, arguments=arguments),
-        ctx=BindContext(user_id=user.pk, conversation_id=conversation.pk, source="chat"),
-    )
-
-
-@pytest.fixture
-def leads(other_user: Any) -> Group:
-    group = Group.objects.create(name="leads")
-    group.user_set.add(other_user)
-    return group
 
 
 def granted(tool, arguments, *, user, approver, conversation, match=None, scope="conversation"):
@@ -46,6 +35,22 @@ def granted(tool, arguments, *, user, approver, conversation, match=None, scope=
         widening={"scope": scope, "match": match or {}},
     )
     return StandingApproval.objects.get(source_call=call)
+
+
+UTC = {"timezone": "UTC"}
+
+
+def clock_granted(user: Any, approver: Any, conversation: Any) -> StandingApproval:
+    """A standing approval of current_time in UTC for ``user`` in ``conversation``."""
+    return granted("current_time", UTC, user=user, approver=approver, conversation=conversation)
+
+
+def clock_call(user: Any, conversation: Any) -> ToolCall:
+    return bound("current_time", UTC, user=user, conversation=conversation)
+
+
+def clock_status(user: Any, conversation: Any) -> str:
+    return clock_call(user, conversation).status
 
 
 def test_it_resolves_path_spellings_before_a_prefix(user, other_user, conversation, leads):
@@ -148,28 +153,16 @@ def test_a_grant_is_never_used_by_another_person_or_conversation(
     user, other_user, staff_user, conversation, leads
 ):
     approver_mode("current_time", leads)
-    granted(
-        "current_time",
-        {"timezone": "UTC"},
-        user=user,
-        approver=other_user,
-        conversation=conversation,
-    )
+    clock_granted(user, other_user, conversation)
     elsewhere = Conversation.objects.create(owner=user, title="another")
-    assert (
-        bound("current_time", {"timezone": "UTC"}, user=user, conversation=elsewhere).status
-        == WAITS
-    )
+    assert clock_status(user, elsewhere) == WAITS
     theirs = Conversation.objects.create(owner=staff_user, title="root's")
-    assert (
-        bound("current_time", {"timezone": "UTC"}, user=staff_user, conversation=theirs).status
-        == WAITS
-    )
+    assert clock_status(staff_user, theirs) == WAITS
 
 
 def test_the_requester_cannot_grant_themself(user, other_user, conversation, leads):
     approver_mode("current_time", leads)
-    call = waiting_call("current_time", {"timezone": "UTC"}, user=user, conversation=conversation)
+    call = waiting_call("current_time", UTC, user=user, conversation=conversation)
     with pytest.raises(ApprovalError, match="you asked for this call"):
         toolcall_decide_widened(
             user=user, call_id=call.pk, approve=True, widening={"scope": "conversation"}
@@ -178,28 +171,17 @@ def test_the_requester_cannot_grant_themself(user, other_user, conversation, lea
     # A confirm step remembered while the function was in requester mode does not approve
     # anything once an approver must decide.
     requester_mode("current_time")
-    granted(
-        "current_time", {"timezone": "UTC"}, user=user, approver=user, conversation=conversation
-    )
+    clock_granted(user, user, conversation)
     approver_mode("current_time", leads)
-    assert (
-        bound("current_time", {"timezone": "UTC"}, user=user, conversation=conversation).status
-        == WAITS
-    )
+    assert clock_status(user, conversation) == WAITS
 
 
 def test_widening_where_an_admin_forbade_it(user, other_user, conversation, leads):
     approver_mode("current_time", leads)
-    granted(
-        "current_time",
-        {"timezone": "UTC"},
-        user=user,
-        approver=other_user,
-        conversation=conversation,
-    )
+    clock_granted(user, other_user, conversation)
     ToolFunctionConfig.objects.filter(name="current_time").update(standing_forbidden=True)
     # Grants made before no longer apply, and none can be made.
-    call = bound("current_time", {"timezone": "UTC"}, user=user, conversation=conversation)
+    call = clock_call(user, conversation)
     assert call.status == WAITS
     with pytest.raises(ApprovalError, match="one call only"):
         toolcall_decide_widened(
@@ -210,26 +192,11 @@ def test_widening_where_an_admin_forbade_it(user, other_user, conversation, lead
 
 def test_a_grant_dies_with_its_approvers_rights(user, other_user, conversation, leads):
     approver_mode("current_time", leads)
-    granted(
-        "current_time",
-        {"timezone": "UTC"},
-        user=user,
-        approver=other_user,
-        conversation=conversation,
-    )
-    assert (
-        bound("current_time", {"timezone": "UTC"}, user=user, conversation=conversation).status
-        == ToolCall.Status.QUEUED
-    )
+    clock_granted(user, other_user, conversation)
+    assert clock_status(user, conversation) == ToolCall.Status.QUEUED
     leads.user_set.remove(other_user)
-    assert (
-        bound("current_time", {"timezone": "UTC"}, user=user, conversation=conversation).status
-        == WAITS
-    )
+    assert clock_status(user, conversation) == WAITS
     leads.user_set.add(other_user)
     other_user.is_active = False
     other_user.save()
-    assert (
-        bound("current_time", {"timezone": "UTC"}, user=user, conversation=conversation).status
-        == WAITS
-    )
+    assert clock_status(user, conversation) == WAITS

@@ -8,9 +8,7 @@ the binding from their own conversation."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-import logging
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,8 +20,14 @@ from django.db import connection
 from django.test import Client
 from django.urls import reverse
 
-from tests.security.test_stdio_secrets import SHELL_ATTACK, body_of, refreshed
-from tests.tools.conftest import ISOLATED, configure, require_backend
+from tests.security.test_stdio_secrets import (
+    SHELL_ATTACK,
+    body_of,
+    call_remote,
+    sha,
+    stdio_source_add,
+)
+from tests.tools.conftest import ISOLATED
 from tests.tools.mcp.conftest import (  # noqa: F401  (fixtures)
     _forget_imported,
     env_server,
@@ -39,10 +43,6 @@ from tools_app.services.execution import toolcall_execute
 ALICE = f"ghp-alice-{secrets.token_hex(12)}"
 BOB = f"ghp-bob-{secrets.token_hex(12)}"
 LEAKS = (ALICE, BOB)
-
-
-def sha(value: str) -> str:
-    return hashlib.sha256(value.encode()).hexdigest()
 
 
 def assert_nowhere(text: str, where: str, values: tuple[str, ...] = LEAKS) -> None:
@@ -66,17 +66,7 @@ class Setup:
     bob: Person
 
     def call(self, who: Person, remote: str, arguments: dict[str, Any]) -> ToolCall:
-        tool = {f["remote"]: f["name"] for f in self.source.functions}.get(remote, remote)
-        call = toolcall_bind(
-            request=CallRequest(tool=tool, arguments=arguments),
-            ctx=BindContext(
-                user_id=who.user.pk, conversation_id=who.conversation.pk, source="chat"
-            ),
-        )
-        if call.status == ToolCall.Status.QUEUED:
-            toolcall_execute(tool_call_id=call.pk)
-        call.refresh_from_db()
-        return call
+        return call_remote(self.source, who.user, who.conversation, remote, arguments)
 
     def token_of(self, who: Person) -> str:
         return str(answer(self.call(who, "secret_sha256", {"name": "GH_TOKEN"}))["sha256"])
@@ -93,26 +83,17 @@ def setup(
     from chat_app.models import Conversation
 
     backend = request.param
-    require_backend(backend)
-    caplog.set_level(logging.DEBUG)
-    configure("shell", sandbox_backend=backend)
     admin = Client()
     admin.force_login(staff_user)
     name = f"pleak-{backend}"
-    response = admin.post(
-        reverse("tools:mcp_new"),
-        {
-            "name": name,
-            "transport": "stdio",
-            "command": env_server,
-            "sandbox_backend": backend,
-            "workspace": "conversation",  # beside the conversation's shell, on purpose
-            "env-new_name_0": "GH_TOKEN",
-            "env-new_person_0": "on",
-        },
+    source = stdio_source_add(
+        admin,
+        name=name,
+        command=env_server,
+        backend=backend,
+        env_fields={"env-new_name_0": "GH_TOKEN", "env-new_person_0": "on"},
+        caplog=caplog,
     )
-    assert response.status_code == 302, response.content.decode()[:3000]
-    source = refreshed(name)
     people = []
     for username, value in (("alice", ALICE), ("bob", BOB)):
         user = get_user_model().objects.create_user(username, password=f"{username}-pw-1")

@@ -34,6 +34,7 @@ from django.urls import reverse
 from tests.api.conftest import api_server  # noqa: F401  (fixture)
 from tests.helpers import wait_for
 from tests.llm_server import Call, Reply
+from tests.tools.calls import run_tool
 from tests.tools.conftest import ISOLATED, configure, require_backend
 from tests.tools.mcp.conftest import (  # noqa: F401  (fixtures)
     _forget_imported,
@@ -42,9 +43,6 @@ from tests.tools.mcp.conftest import (  # noqa: F401  (fixtures)
 )
 from tests.tools.mcp.test_stdio_secrets import answer
 from tools_app.models import AuditRecord, ToolCall, ToolSource
-from tools_app.runtime import BindContext
-from tools_app.services.binding import CallRequest, toolcall_bind
-from tools_app.services.execution import toolcall_execute
 
 # Both modes: in the distributed one a worker process lists the server's tools (its own
 # session, its own sandbox) while the calls run here.
@@ -76,17 +74,9 @@ class Probe:
     user: Any
 
     def call(self, remote: str, arguments: dict[str, Any]) -> ToolCall:
-        tool = {f["remote"]: f["name"] for f in self.source.functions}.get(remote, remote)
-        call = toolcall_bind(
-            request=CallRequest(tool=tool, arguments=arguments),
-            ctx=BindContext(
-                user_id=self.user.pk, conversation_id=self.conversation.pk, source="chat"
-            ),
+        return call_remote(
+            self.source, self.user, self.conversation, remote, arguments, expect_run=True
         )
-        assert call.status == ToolCall.Status.QUEUED, (call.status, call.error)
-        toolcall_execute(tool_call_id=call.pk)
-        call.refresh_from_db()
-        return call
 
     def has(self, value: str) -> bool:
         call = self.call("secret_check", {"name": "PROBE_API_KEY", "sha256": sha(value)})
@@ -103,6 +93,57 @@ def refreshed(name: str) -> ToolSource:
     return wait_for(up, timeout=90, message=f"{name} to list its tools")
 
 
+NOT_RUN = (ToolCall.Status.DENIED, ToolCall.Status.AWAITING_APPROVAL)
+
+
+def call_remote(
+    source: ToolSource,
+    user: Any,
+    conversation: Any,
+    remote: str,
+    arguments: dict[str, Any],
+    *,
+    expect_run: bool = False,
+) -> ToolCall:
+    """One of ``source``'s functions (by its remote name) through the binding, run here."""
+    tool = {f["remote"]: f["name"] for f in source.functions}.get(remote, remote)
+    call = run_tool(
+        tool, user=user, conversation_id=conversation.pk, call_source="chat", **arguments
+    )
+    if expect_run:  # it ran: neither refused nor waiting
+        assert call.status not in NOT_RUN, (call.status, call.error)
+    return call
+
+
+def stdio_source_add(
+    client: Client,
+    *,
+    name: str,
+    command: str,
+    backend: str,
+    env_fields: dict[str, str],
+    caplog: pytest.LogCaptureFixture,
+) -> ToolSource:
+    """A stdio server added through the Tools Manager's form in ``backend``'s sandbox, on the
+    calling conversation's workspace (beside its shell, on purpose), once it listed its tools."""
+    require_backend(backend)
+    caplog.set_level(logging.DEBUG)
+    configure("shell", sandbox_backend=backend)
+    response = client.post(
+        reverse("tools:mcp_new"),
+        {
+            "name": name,
+            "transport": "stdio",
+            "command": command,
+            "sandbox_backend": backend,
+            "workspace": "conversation",
+            **env_fields,
+        },
+    )
+    assert response.status_code == 302, response.content.decode()[:3000]
+    return refreshed(name)
+
+
 @pytest.fixture(params=ISOLATED)
 def probe(
     request: pytest.FixtureRequest,
@@ -114,29 +155,23 @@ def probe(
     from chat_app.models import Conversation
 
     backend = request.param
-    require_backend(backend)
-    caplog.set_level(logging.DEBUG)
-    configure("shell", sandbox_backend=backend)
     client = Client()
     client.force_login(staff_user)
-    name = f"leak-{backend}"
-    response = client.post(
-        reverse("tools:mcp_new"),
-        {
-            "name": name,
-            "transport": "stdio",
-            "command": env_server,
-            "sandbox_backend": backend,
-            "workspace": "conversation",  # beside the conversation's shell, on purpose
-            "env-new_name_0": "PROBE_API_KEY",
-            "env-new_value_0": SECRET,
-            "env-new_name_1": "PROBE_REGION",
-            "env-new_value_1": "eu-west-1",
-            "env-new_plain_1": "on",
-        },
+    env_fields = {
+        "env-new_name_0": "PROBE_API_KEY",
+        "env-new_value_0": SECRET,
+        "env-new_name_1": "PROBE_REGION",
+        "env-new_value_1": "eu-west-1",
+        "env-new_plain_1": "on",
+    }
+    source = stdio_source_add(
+        client,
+        name=f"leak-{backend}",
+        command=env_server,
+        backend=backend,
+        env_fields=env_fields,
+        caplog=caplog,
     )
-    assert response.status_code == 302, response.content.decode()[:3000]
-    source = refreshed(name)
     conversation = Conversation.objects.create(owner=staff_user, title="secrets")
     return Probe(backend, source, conversation, client, staff_user)
 

@@ -12,11 +12,11 @@ from decimal import Decimal
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.test import Client
 from django.utils import timezone
 
 from chat_app.models import ModelPrice, UsageRecord, UsageRecordGroup
 from platform_app.models import Quota
+from tests.helpers import logged_in
 from tools_app.models import AuditRecord, ToolCall
 
 
@@ -59,15 +59,9 @@ def people(db):
     return admin, ivy, bob
 
 
-def client_for(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 def test_an_admin_sees_everyone_by_person_group_model_and_tool(people):
     admin, ivy, bob = people
-    page = client_for(admin).get("/usage/").content.decode()
+    page = logged_in(admin).get("/usage/").content.decode()
     assert "$10.25" in page  # 1.25 + 9.00, not the round 40 days ago
     assert "By person" in page and "By group" in page and ">bob<" in page and ">ivy<" in page
     assert "support" in page and "shell_exec" in page and "current_time" in page
@@ -75,7 +69,7 @@ def test_an_admin_sees_everyone_by_person_group_model_and_tool(people):
 
 def test_a_member_sees_only_their_own_figures(people):
     admin, ivy, bob = people
-    page = client_for(ivy).get("/usage/?range=90").content.decode()
+    page = logged_in(ivy).get("/usage/?range=90").content.decode()
     assert "$1.25" in page and "$9" not in page
     assert "By person" not in page and "By group" not in page
     assert "shell_exec" not in page and "bob" not in page
@@ -83,21 +77,21 @@ def test_a_member_sees_only_their_own_figures(people):
         csv.reader(
             io.StringIO(
                 b"".join(
-                    client_for(ivy).get("/usage/export.csv?range=90").streaming_content
+                    logged_in(ivy).get("/usage/export.csv?range=90").streaming_content
                 ).decode()
             )
         )
     )
     assert [r[1] for r in rows[1:]] == ["ivy", "ivy"]
     calls = b"".join(
-        client_for(ivy).get("/usage/export.csv?range=7&what=tools").streaming_content
+        logged_in(ivy).get("/usage/export.csv?range=7&what=tools").streaming_content
     ).decode()
     assert "current_time" in calls and "shell_exec" not in calls
 
 
 def test_the_csv_keeps_a_formula_a_cell_as_text(people):
     admin, _, _ = people
-    response = client_for(admin).get("/usage/export.csv?range=7")
+    response = logged_in(admin).get("/usage/export.csv?range=7")
     assert response["Content-Type"].startswith("text/csv")
     assert "attachment" in response["Content-Disposition"]
     rows = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))
@@ -109,7 +103,7 @@ def test_the_csv_keeps_a_formula_a_cell_as_text(people):
 
 def test_nonsense_in_the_range_falls_back_to_thirty_days(people):
     admin, _, _ = people
-    response = client_for(admin).get("/usage/?from=2024-13-99&to=<b>x</b>")
+    response = logged_in(admin).get("/usage/?from=2024-13-99&to=<b>x</b>")
     assert response.status_code == 200
     page = response.content.decode()
     assert "<b>x</b>" not in page and "Last 30 days" in page
@@ -118,10 +112,10 @@ def test_nonsense_in_the_range_falls_back_to_thirty_days(people):
 
 def test_quotas_and_prices_are_for_admins_and_every_change_is_audited(people):
     admin, ivy, _ = people
-    assert client_for(ivy).get("/usage/limits/").status_code == 403
-    assert client_for(ivy).post("/usage/limits/", {"quota-target": "user:1"}).status_code == 403
+    assert logged_in(ivy).get("/usage/limits/").status_code == 403
+    assert logged_in(ivy).post("/usage/limits/", {"quota-target": "user:1"}).status_code == 403
     support = Group.objects.get(name="support")
-    admin_client = client_for(admin)
+    admin_client = logged_in(admin)
     response = admin_client.post(
         "/usage/limits/",
         {
@@ -157,7 +151,7 @@ def test_quotas_and_prices_are_for_admins_and_every_change_is_audited(people):
     assert ModelPrice.objects.get(model="gpt-test").input_per_million == Decimal("2.5")
     quota = Quota.objects.get(group=support)
     delete = f"/usage/limits/quotas/{quota.pk}/delete/"
-    assert client_for(ivy).post(delete).status_code == 403  # a member cannot remove it
+    assert logged_in(ivy).post(delete).status_code == 403  # a member cannot remove it
     assert Quota.objects.filter(pk=quota.pk).exists()
     changes = AuditRecord.objects.filter(kind="settings", group="usage")
     assert sorted(changes.values_list("tool", flat=True)) == ["price", "quota"]

@@ -9,9 +9,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.test import Client
 
-from tests.helpers import wait_for
+from tests.helpers import logged_in, wait_for
 from tests.tools.mcp.connect import connect, connected, query, start
 from tests.tools.mcp.oauth_servers import OAuthMcp, serve_oauth_mcp
 from tools_app.connections.models import SourceConnection, SourceOAuthClient
@@ -32,12 +31,6 @@ def served() -> Iterator[OAuthMcp]:
         runtime().close_all(timeout=5)
 
 
-def client_of(user: Any) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 @pytest.fixture
 def source(served: OAuthMcp, staff_user: Any) -> Any:
     """The server registered per person; the admin connects their own account and lists its
@@ -47,7 +40,7 @@ def source(served: OAuthMcp, staff_user: Any) -> Any:
     )
     source_credentials_set(source=source, mode="person", user=staff_user)
     source.refresh_from_db()
-    connected(client_of(staff_user), served, "svc", "admin-gh")
+    connected(logged_in(staff_user), served, "svc", "admin-gh")
     mcp_refresh(source, user_id=staff_user.pk)
     source.refresh_from_db()
     assert {f["name"] for f in source.functions} == {"whoami", "echo", "echo_headers"}
@@ -69,8 +62,8 @@ def run(user: Any, tool: str, arguments: dict[str, Any] | None = None, **ctx: An
 def test_two_people_connect_two_accounts_and_each_call_is_served_as_its_own(
     served: OAuthMcp, source: Any, user: Any, other_user: Any
 ) -> None:
-    assert connect(client_of(user), served, "svc", "alice-gh").status_code == 302
-    assert connect(client_of(other_user), served, "svc", "bob-gh").status_code == 302
+    assert connect(logged_in(user), served, "svc", "alice-gh").status_code == 302
+    assert connect(logged_in(other_user), served, "svc", "bob-gh").status_code == 302
     mine, theirs = run(user, "whoami"), run(other_user, "whoami")
     assert mine.status == "succeeded", mine.result
     assert mine.result["text"] == "you are alice-gh"
@@ -98,7 +91,7 @@ def test_two_people_connect_two_accounts_and_each_call_is_served_as_its_own(
 
 
 def test_the_connections_page_lists_the_account(served: OAuthMcp, source: Any, user: Any) -> None:
-    client = client_of(user)
+    client = logged_in(user)
     page = client.get("/connections/").content.decode()
     assert "Service" in page and "not connected" in page and "/connections/svc/connect/" in page
     connect(client, served, "svc", "alice-gh")
@@ -110,7 +103,7 @@ def test_the_connections_page_lists_the_account(served: OAuthMcp, source: Any, u
 def test_a_person_who_never_connected_gets_the_connect_card_and_no_other_token(
     served: OAuthMcp, source: Any, user: Any, other_user: Any
 ) -> None:
-    connect(client_of(user), served, "svc", "alice-gh")
+    connect(logged_in(user), served, "svc", "alice-gh")
     # Even where approval is required, the call ends at binding, before anyone is asked.
     ToolFunctionConfig.objects.create(name="whoami", approval_mode="requester")
     before = len(served.observed.authorizations)
@@ -130,7 +123,7 @@ def test_an_expired_token_is_refreshed_by_the_worker(
 
     from django.utils import timezone
 
-    connect(client_of(user), served, "svc", "alice-gh")
+    connect(logged_in(user), served, "svc", "alice-gh")
     assert run(user, "whoami").result["text"] == "you are alice-gh"
     # Expired by our clock: renewed before the call.
     SourceConnection.objects.filter(user=user).update(expires_at=timezone.now() - timedelta(1))
@@ -159,7 +152,7 @@ def test_processes_refreshing_at_once_spend_a_rotating_refresh_token_once(
 
     from tools_app.connections import services
 
-    connect(client_of(user), served, "svc", "alice-gh")
+    connect(logged_in(user), served, "svc", "alice-gh")
     connection = SourceConnection.objects.get(user=user)
     old = services._secrets(connection)["access_token"]
     if db.vendor != "sqlite":
@@ -198,7 +191,7 @@ def test_processes_refreshing_at_once_spend_a_rotating_refresh_token_once(
 def test_a_revoked_token_brings_the_connect_card_back(
     served: OAuthMcp, source: Any, user: Any
 ) -> None:
-    connect(client_of(user), served, "svc", "alice-gh")
+    connect(logged_in(user), served, "svc", "alice-gh")
     assert run(user, "whoami").status == "succeeded"
     served.provider.revoke_account("alice-gh")  # revoked at the service, refresh token too
     failed = run(user, "whoami")
@@ -207,7 +200,7 @@ def test_a_revoked_token_brings_the_connect_card_back(
     assert SourceConnection.objects.get(user=user).state == "broken"
     # The next call stops at binding; connecting again makes it work.
     assert run(user, "whoami").policy_verdict == "not_connected"
-    connect(client_of(user), served, "svc", "alice-gh")
+    connect(logged_in(user), served, "svc", "alice-gh")
     assert run(user, "whoami").result["text"] == "you are alice-gh"
     # The server's own state stays "up": one person's token is not the server being down.
     source.refresh_from_db()
@@ -217,11 +210,11 @@ def test_a_revoked_token_brings_the_connect_card_back(
 def test_disconnect_revokes_and_deletes_and_is_audited(
     served: OAuthMcp, source: Any, user: Any, other_user: Any
 ) -> None:
-    client = client_of(user)
+    client = logged_in(user)
     connect(client, served, "svc", "alice-gh")
     row = SourceConnection.objects.get(user=user)
     # Someone else cannot disconnect it.
-    assert client_of(other_user).post(f"/connections/{row.pk}/disconnect/").status_code == 404
+    assert logged_in(other_user).post(f"/connections/{row.pk}/disconnect/").status_code == 404
     assert client.post(f"/connections/{row.pk}/disconnect/").status_code == 302
     assert not SourceConnection.objects.filter(user=user).exists()
     access = dict(served.observed.issued)["alice-gh"]
@@ -240,7 +233,7 @@ def test_deactivating_a_person_revokes_and_deletes_their_connections(
 ) -> None:
     from platform_app.people.services import user_set_active
 
-    connect(client_of(user), served, "svc", "alice-gh")
+    connect(logged_in(user), served, "svc", "alice-gh")
     access = dict(served.observed.issued)["alice-gh"]
     user_set_active(actor=staff_user, user=user, active=False)
     wait_for(
@@ -256,7 +249,7 @@ def test_the_servers_refusal_is_shown_in_its_own_words(
 ) -> None:
     from tests.tools.mcp.connect import authorize_at_server, finish
 
-    client = client_of(user)
+    client = logged_in(user)
     back = authorize_at_server(start(client, "svc"), account=None)
     assert query(back)["error"] == "access_denied"
     page = finish(client, back)
@@ -270,7 +263,7 @@ def test_the_servers_refusal_is_shown_in_its_own_words(
 def test_pkce_s256_and_our_callback_are_in_the_authorization_request(
     served: OAuthMcp, source: Any, user: Any
 ) -> None:
-    authorize = query(start(client_of(user), "svc"))
+    authorize = query(start(logged_in(user), "svc"))
     assert authorize["code_challenge_method"] == "S256" and len(authorize["code_challenge"]) == 43
     assert authorize["redirect_uri"] == "http://testserver/connections/callback/"
     assert authorize["resource"] == served.url and authorize["scope"] == "tools:read"
@@ -286,7 +279,7 @@ def test_an_admin_entered_client_is_used_where_registration_is_not_offered(
         source = mcp_server_add(name="noreg", url=served.url, allow_private=True, user=staff_user)
         source_credentials_set(source=source, mode="person", user=staff_user)
         source.refresh_from_db()
-        client = client_of(staff_user)  # an admin connects first, to list its tools
+        client = logged_in(staff_user)  # an admin connects first, to list its tools
         response = client.get("/connections/noreg/connect/")
         assert response["Location"] == "/connections/"
         assert (
@@ -321,8 +314,8 @@ def test_an_admin_chooses_the_credentials_of_a_source(
 ) -> None:
     source = mcp_server_add(name="chosen", url=served.url, allow_private=True, user=staff_user)
     url = "/tools/sources/chosen/credentials/"
-    assert client_of(user).get(url).status_code == 403
-    admin = client_of(staff_user)
+    assert logged_in(user).get(url).status_code == 403
+    admin = logged_in(staff_user)
     page = admin.get(url).content.decode()
     assert "http://testserver/connections/callback/" in page and 'value="shared"' in page
     response = admin.post(

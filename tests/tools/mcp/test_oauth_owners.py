@@ -8,9 +8,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.test import Client
 
-from tests.helpers import wait_for
+from tests.helpers import logged_in, wait_for
 from tests.tools.mcp.connect import connected
 from tests.tools.mcp.oauth_servers import OAuthMcp, serve_oauth_mcp
 from tools_app.connections.services import source_credentials_set
@@ -31,12 +30,6 @@ def served() -> Iterator[OAuthMcp]:
         runtime().close_all(timeout=5)
 
 
-def client_of(user: Any) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 @pytest.fixture
 def source(served: OAuthMcp, staff_user: Any, user: Any) -> Any:
     """Per person; Alice connected as alice-gh, Bob never did."""
@@ -45,9 +38,9 @@ def source(served: OAuthMcp, staff_user: Any, user: Any) -> Any:
     )
     source_credentials_set(source=source, mode="person", user=staff_user)
     source.refresh_from_db()
-    connected(client_of(staff_user), served, "svc", "admin-gh")
+    connected(logged_in(staff_user), served, "svc", "admin-gh")
     mcp_refresh(source, user_id=staff_user.pk)
-    connected(client_of(user), served, "svc", "alice-gh")
+    connected(logged_in(user), served, "svc", "alice-gh")
     source.refresh_from_db()
     return source
 

@@ -3,7 +3,7 @@ on a free loopback port for the duration of a test."""
 
 # No `from __future__ import annotations`: FastAPI reads these annotations at run time.
 from contextlib import AbstractContextManager
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import FastAPI, Header, HTTPException, Query
 from pydantic import BaseModel, Field
@@ -61,3 +61,21 @@ def make_app() -> FastAPI:
 def serve(app: object) -> AbstractContextManager[str]:
     """``app`` on a free loopback port; yields its base URL."""
     return serving_asgi(app, lifespan="on")
+
+
+def api_import(api: str, *, name: str, secret: str, user: Any, **options: Any) -> Any:
+    """``api``'s generated document imported as a source calling it with an API key header
+    (loopback allowed for both the document and the calls); ``options`` go to the import."""
+    from tools_app.executors.openapi.importer import openapi_fetch, openapi_import
+
+    url = f"{api}/openapi.json"
+    return openapi_import(
+        name=name,
+        text=openapi_fetch(url, document_private=True),
+        document_url=url,
+        auth={"type": "api_key", "in": "header", "name": "X-API-Key"},
+        secret=secret,
+        api_private=True,
+        user=user,
+        **options,
+    )

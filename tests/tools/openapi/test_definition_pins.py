@@ -12,14 +12,12 @@ import pytest
 from django.test import Client
 from fastapi import FastAPI
 
-from tests.tools.openapi.api_app import API_KEY, make_app, serve
+from tests.tools.calls import run_tool
+from tests.tools.openapi.api_app import API_KEY, api_import, make_app, serve
 from tools_app import selectors
 from tools_app.executors.openapi.importer import openapi_fetch, openapi_import, openapi_refresh
 from tools_app.imported import imported_reset
 from tools_app.models import AuditRecord, ToolCall, ToolSource
-from tools_app.runtime import BindContext
-from tools_app.services.binding import CallRequest, toolcall_bind
-from tools_app.services.execution import toolcall_execute
 from tools_app.services.pins import pending
 
 
@@ -36,30 +34,18 @@ def api(app: FastAPI) -> Iterator[str]:
 
 @pytest.fixture
 def source(api: str, transactional_db: None, staff_user: Any) -> Iterator[ToolSource]:
-    url = f"{api}/openapi.json"
-    source = openapi_import(
+    yield api_import(
+        api,
         name="inventory",
-        text=openapi_fetch(url, document_private=True),
-        document_url=url,
-        selected=["get_item", "create_item", "search_items"],
-        auth={"type": "api_key", "in": "header", "name": "X-API-Key"},
         secret=API_KEY,
-        api_private=True,
         user=staff_user,
+        selected=["get_item", "create_item", "search_items"],
     )
-    yield source
     imported_reset()
 
 
 def run(user: Any, tool: str, arguments: dict[str, Any]) -> ToolCall:
-    call = toolcall_bind(
-        request=CallRequest(tool=tool, arguments=arguments),
-        ctx=BindContext(user_id=user.pk, conversation_id=None, source="api"),
-    )
-    if call.status == ToolCall.Status.QUEUED:
-        toolcall_execute(tool_call_id=call.pk)
-    call.refresh_from_db()
-    return call
+    return run_tool(tool, user=user, **arguments)
 
 
 def rewrite(app: FastAPI) -> None:

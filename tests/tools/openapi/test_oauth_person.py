@@ -10,11 +10,12 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.test import Client
 from django.utils import timezone
 from fastapi import FastAPI, HTTPException, Security
 from fastapi.security import OAuth2AuthorizationCodeBearer
 
+from tests.helpers import logged_in
+from tests.tools.calls import run_tool
 from tests.tools.mcp.connect import authorize_at_server, connect, finish, start
 from tests.tools.mcp.oauth_servers import SCOPE, OAuthMcp, serve_oauth_mcp
 from tests.tools.openapi.api_app import serve
@@ -23,9 +24,6 @@ from tools_app.connections.services import source_credentials_set
 from tools_app.executors.openapi.importer import openapi_fetch, openapi_import
 from tools_app.imported import imported_reset
 from tools_app.models import ToolCall
-from tools_app.runtime import BindContext
-from tools_app.services.binding import CallRequest, toolcall_bind
-from tools_app.services.execution import toolcall_execute
 from tools_app.services.sources import SourceError
 
 CLIENT_ID, CLIENT_SECRET = "cc-openapi", "cc-openapi-secret-7a1c"
@@ -112,20 +110,7 @@ def source(api: Any, transactional_db: None, staff_user: Any) -> Iterator[Any]:
 
 
 def run(user: Any) -> ToolCall:
-    call = toolcall_bind(
-        request=CallRequest(tool="who_am_i", arguments={}),
-        ctx=BindContext(user_id=user.pk, conversation_id=None, source="api"),
-    )
-    if call.status == ToolCall.Status.QUEUED:
-        toolcall_execute(tool_call_id=call.pk)
-    call.refresh_from_db()
-    return call
-
-
-def logged_in(user: Any) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
+    return run_tool("who_am_i", user=user)
 
 
 def test_the_importer_reads_the_documents_oauth2_flow(source: Any, served: OAuthMcp) -> None:

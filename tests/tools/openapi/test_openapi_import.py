@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from tests.tools.openapi.api_app import API_KEY, make_app, serve
-from tools_app.executors.openapi.importer import openapi_fetch, openapi_import, openapi_preview
+from tests.tools.calls import run_tool
+from tests.tools.openapi.api_app import API_KEY, api_import, make_app, serve
+from tools_app.executors.openapi.importer import openapi_fetch, openapi_preview
 from tools_app.imported import imported_reset
 from tools_app.models import AuditRecord, ToolCall, ToolSource
 from tools_app.runtime import BindContext
 from tools_app.selectors import tool_named
 from tools_app.services.binding import CallRequest, toolcall_bind, toolcall_dispatch
-from tools_app.services.execution import toolcall_execute
 from tools_app.services.sources import SourceError, source_delete
 
 
@@ -28,29 +28,12 @@ def api() -> Iterator[str]:
 
 @pytest.fixture
 def imported(api: str, transactional_db: None, staff_user: Any) -> Iterator[ToolSource]:
-    text = openapi_fetch(f"{api}/openapi.json", document_private=True)
-    source = openapi_import(
-        name="inventory",
-        text=text,
-        document_url=f"{api}/openapi.json",
-        auth={"type": "api_key", "in": "header", "name": "X-API-Key"},
-        secret=API_KEY,
-        api_private=True,
-        user=staff_user,
-    )
-    yield source
+    yield api_import(api, name="inventory", secret=API_KEY, user=staff_user)
     imported_reset()
 
 
 def run(user: Any, tool: str, arguments: dict[str, Any]) -> ToolCall:
-    call = toolcall_bind(
-        request=CallRequest(tool=tool, arguments=arguments),
-        ctx=BindContext(user_id=user.pk, conversation_id=None, source="api"),
-    )
-    if call.status == ToolCall.Status.QUEUED:
-        toolcall_execute(tool_call_id=call.pk)
-    call.refresh_from_db()
-    return call
+    return run_tool(tool, user=user, **arguments)
 
 
 def test_it_previews_every_operation_of_the_generated_document(api: str) -> None:

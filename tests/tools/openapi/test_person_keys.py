@@ -10,15 +10,12 @@ import pytest
 from django.test import Client
 from fastapi import FastAPI, Header, HTTPException
 
-from tests.tools.openapi.api_app import serve
+from tests.tools.calls import run_tool
+from tests.tools.openapi.api_app import api_import, serve
 from tools_app.connections.models import SourceConnection
 from tools_app.connections.services import source_credentials_set
-from tools_app.executors.openapi.importer import openapi_fetch, openapi_import
 from tools_app.imported import imported_reset
 from tools_app.models import ToolCall
-from tools_app.runtime import BindContext
-from tools_app.services.binding import CallRequest, toolcall_bind
-from tools_app.services.execution import toolcall_execute
 
 KEYS = {"alice-key-5f2a9c7e": "alice", "bob-key-8d1e4b2a": "bob", "shared-key-0c3f6a": "shared"}
 
@@ -47,16 +44,8 @@ def api() -> Iterator[str]:
 
 @pytest.fixture
 def source(api: str, transactional_db: None, staff_user: Any) -> Iterator[Any]:
-    text = openapi_fetch(f"{api}/openapi.json", document_private=True)
-    source = openapi_import(
-        name="accounts",
-        text=text,
-        document_url=f"{api}/openapi.json",
-        auth={"type": "api_key", "in": "header", "name": "X-API-Key"},
-        secret="shared-key-0c3f6a",  # what "shared" would send: never per person
-        api_private=True,
-        user=staff_user,
-    )
+    # The shared key is what "shared" would send: never per person.
+    source = api_import(api, name="accounts", secret="shared-key-0c3f6a", user=staff_user)
     source_credentials_set(source=source, mode="person", user=staff_user)
     source.refresh_from_db()
     yield source
@@ -64,14 +53,7 @@ def source(api: str, transactional_db: None, staff_user: Any) -> Iterator[Any]:
 
 
 def run(user: Any, tool: str) -> ToolCall:
-    call = toolcall_bind(
-        request=CallRequest(tool=tool, arguments={}),
-        ctx=BindContext(user_id=user.pk, conversation_id=None, source="api"),
-    )
-    if call.status == ToolCall.Status.QUEUED:
-        toolcall_execute(tool_call_id=call.pk)
-    call.refresh_from_db()
-    return call
+    return run_tool(tool, user=user)
 
 
 def test_each_person_calls_with_their_own_key(source: Any, user: Any, other_user: Any) -> None:
