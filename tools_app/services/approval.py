@@ -39,6 +39,7 @@ from pydantic import ValidationError
 from tools_app import selectors
 from tools_app.errors import PolicyDenied, ToolError
 from tools_app.events import toolcall_publish
+from tools_app.guards import guard_arguments
 from tools_app.models import ToolCall, ToolCallApproval, ToolFunctionConfig
 from tools_app.runtime import BindContext
 from tools_app.services.approval_notify import EVERYONE
@@ -76,11 +77,33 @@ def _revalidate(call: ToolCall, arguments: dict[str, Any]) -> dict[str, Any]:
         source=call.source,
         scope=call.scope,
     )
+    settings = selectors.group_settings(call.group)
     try:
-        validated.check_policy(selectors.group_settings(call.group), ctx)
+        validated.check_policy(settings, ctx)
     except PolicyDenied as exc:
         raise ApprovalError(_("policy: %(reason)s") % {"reason": exc.reason}) from None
-    return validated.model_dump(mode="json", exclude_unset=True, by_alias=True)
+    edited = validated.model_dump(mode="json", exclude_unset=True, by_alias=True)
+    if edited == call.arguments:
+        return edited
+    # An edit goes through the argument guards as a new call would: what the group blocks
+    # refuses it, what it redacts is redacted, its filter webhook decides again. What would
+    # only ask a person is asked of this one, who is deciding now.
+    probe = ToolCall(
+        pk=call.pk,
+        tool=call.tool,
+        group=call.group,
+        user_id=call.user_id,
+        conversation_id=call.conversation_id,
+        turn_id=call.turn_id,
+        source=call.source,
+        arguments=edited,
+        guards=[],
+    )
+    try:
+        guard_arguments(call=probe, tool=tool, validated=validated, settings=settings, ctx=ctx)
+    except PolicyDenied as exc:
+        raise ApprovalError(exc.reason) from None
+    return dict(probe.arguments)
 
 
 REQUESTER_INACTIVE = "the person who asked for this call is no longer active"

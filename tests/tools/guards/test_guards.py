@@ -20,7 +20,7 @@ from tests.httpserver import Hit, HttpServer, Response, serving
 from tests.llm_server import Call, Reply
 from tests.tools.calls import ok, run_tool
 from tests.tools.conftest import configure
-from tools_app.models import AuditRecord, ToolCall
+from tools_app.models import AuditRecord, ToolCall, ToolFunctionConfig
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -162,6 +162,26 @@ def test_the_argument_guard_s_other_actions(user, pages, action, status) -> None
         assert pages.hits == []
     else:
         assert pages.hits[-1].body == b"t=[REDACTED:GitHub Token]"
+
+
+@pytest.mark.parametrize("action", ["block", "redact"])
+def test_an_edit_made_while_approving_goes_through_the_argument_guards(user, pages, action) -> None:
+    from tools_app.services.approval import ApprovalError, toolcall_decide
+
+    configure("http", private_allowed=[PAGES], guard_secrets_arguments=action)
+    ToolFunctionConfig.objects.create(name="http_request", approval_mode="requester")
+    call = run_tool("http_request", user=user, url=pages.url("/plain"), method="POST", body="t")
+    assert call.status == ToolCall.Status.AWAITING_APPROVAL
+    edited = {"url": pages.url("/plain"), "method": "POST", "body": f"t={GITHUB}"}
+    if action == "block":
+        with pytest.raises(ApprovalError, match="guard: the arguments carry GitHub Token"):
+            toolcall_decide(user=user, call_id=call.pk, approve=True, arguments=edited)
+        assert ToolCall.objects.get(pk=call.pk).status == ToolCall.Status.AWAITING_APPROVAL
+    else:
+        toolcall_decide(user=user, call_id=call.pk, approve=True, arguments=edited)
+        assert ToolCall.objects.get(pk=call.pk).arguments["body"] == "t=[REDACTED:GitHub Token]"
+    assert GITHUB not in json.dumps(list(AuditRecord.objects.values_list("detail", flat=True)))
+    assert pages.hits == []
 
 
 # --- personal data ------------------------------------------------------------------------------
