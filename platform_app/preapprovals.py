@@ -37,6 +37,8 @@ __all__ = [
     "schedule_preapprovals_shown",
     "schedule_preapprove_for",
     "schedule_for_approver",
+    "schedules_for_approver",
+    "schedule_names",
 ]
 
 
@@ -106,16 +108,32 @@ def schedule_for_approver(*, user: Any, schedule_id: int) -> Schedule | None:
     schedule = Schedule.objects.filter(pk=schedule_id).first()
     if schedule is None:
         return None
-
-    def approves_something() -> bool:
-        return ToolFunctionConfig.objects.filter(
-            approval_mode="approver", approver_groups__in=decider_group_ids(user)
-        ).exists()
-
     allowed = access.schedule_preapprovable(
-        user, owner_id=schedule.user_id, approves_something=approves_something
+        user, owner_id=schedule.user_id, approves_something=lambda: _approves_something(user)
     )
     return schedule if allowed else None
+
+
+def schedules_for_approver(user: Any, *, limit: int = 200) -> list[Schedule]:
+    """Other people's schedules this person may pre-approve calls for (Approvals →
+    Schedules): an admin's or an approver's view; nobody else's."""
+    if not access.schedule_preapprovable(
+        user, owner_id=None, approves_something=lambda: _approves_something(user)
+    ):
+        return []
+    others = Schedule.objects.exclude(user_id=user.pk).select_related("user")
+    return list(others.order_by("user__username", "name", "pk")[:limit])
+
+
+def schedule_names(ids: list[int]) -> dict[int, str]:
+    """Schedule id → name, for the pages that list pre-approvals (a grant keeps the id)."""
+    return dict(Schedule.objects.filter(pk__in=set(ids)).values_list("pk", "name"))
+
+
+def _approves_something(user: Any) -> bool:
+    return ToolFunctionConfig.objects.filter(
+        approval_mode="approver", approver_groups__in=decider_group_ids(user)
+    ).exists()
 
 
 def schedule_preapprovals_shown(schedule: Schedule) -> list[StandingApproval]:

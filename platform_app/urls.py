@@ -11,6 +11,7 @@ app_name = "platform"
 urlpatterns = [
     path("approvals/", approvals.approvals_page, name="approvals"),
     path("approvals/standing/", approvals.standing_page, name="approvals-standing"),
+    path("approvals/schedules/", approvals.schedules_page, name="approvals-schedules"),
     path(
         "approvals/standing/<int:grant_id>/revoke/",
         approvals.standing_revoke_view,

@@ -11,6 +11,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
@@ -328,7 +329,7 @@ def schedule_preapprove(request: HttpRequest, schedule_id: int) -> HttpResponse:
             )
     if schedule.user_id == request.user.pk:
         return redirect("platform:schedule-edit", schedule_id=schedule.pk)
-    return redirect("platform:approvals-standing")
+    return redirect(reverse("platform:approvals-schedules") + f"#schedule-{schedule.pk}")
 
 
 @access.signed_in

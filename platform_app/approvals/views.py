@@ -13,6 +13,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from infra import access
+from platform_app import preapprovals
 from tools_app.models import ToolCall
 from tools_app.services.approval import (
     ApprovalError,
@@ -166,11 +167,30 @@ def standing_page(request: HttpRequest) -> HttpResponse:
     """Approvals → Standing: the standing approvals this person made or that are for them
     (an admin: all), with Revoke where they may."""
     grants = list(standing_visible_to(request.user)[:500])
+    names = preapprovals.schedule_names([g.schedule_id for g in grants if g.schedule_id])
+    for grant in grants:
+        grant.schedule_name = names.get(grant.schedule_id, "")  # type: ignore[attr-defined]
     rows = [
         {"grant": grant, "revocable": access.standing_revocable(request.user, grant)}
         for grant in grants
     ]
     return render(request, "platform/approvals_standing.html", {"rows": rows})
+
+
+@access.signed_in
+@require_GET
+def schedules_page(request: HttpRequest) -> HttpResponse:
+    """Approvals → Schedules: other people's schedules an approver (or an admin) may
+    pre-approve calls for, each with what is pre-approved and the form."""
+    rows = [
+        {
+            "schedule": schedule,
+            "preapprovals": preapprovals.schedule_preapprovals_shown(schedule),
+            "suffix": f"-{schedule.pk}",
+        }
+        for schedule in preapprovals.schedules_for_approver(request.user)
+    ]
+    return render(request, "platform/approvals_schedules.html", {"rows": rows})
 
 
 @access.signed_in

@@ -10,9 +10,8 @@
   personal data, filter webhook), changes what personal data in the arguments does and saves;
   a filter webhook that is not an http(s) URL is refused next to its input.
 * A schedule's pre-approvals: alice, whose calls bob approves, is refused in words when she
-  tries to pre-approve her own schedule's call; bob pre-approves it (through the REST API: no
-  page offers an approver a form for another person's schedule) and both see it — alice on
-  her schedule's page, bob on Approvals → Standing. A function alice confirms herself she
+  tries to pre-approve her own schedule's call; bob pre-approves it on Approvals → Schedules
+  and both see it — alice on her schedule's page, bob on Approvals → Standing (by its name). A function alice confirms herself she
   pre-approves on her schedule's page, and editing the schedule's message voids it.
 
 Each page is photographed at 1280 and 390 px wide, light and dark, into var/e2e-shots/.
@@ -21,8 +20,6 @@ Each page is photographed at 1280 and 390 px wide, light and dark, into var/e2e-
 from __future__ import annotations
 
 import contextlib
-import json
-import urllib.request
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
@@ -35,7 +32,6 @@ from django.db import connection
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from platform_app.api_tokens import api_token_create
 from platform_app.models import Schedule
 from tests.approvals.conftest import approver_mode, requester_mode, waiting_call
 from tests.conftest import ROOT
@@ -330,17 +326,6 @@ def _schedule_of(user: Any) -> Schedule:
     )
 
 
-def _preapprove_through_the_api(app_server: str, token: str, schedule: Schedule) -> int:
-    request = urllib.request.Request(
-        f"{app_server}/api/schedules/{schedule.pk}/preapprovals",
-        data=json.dumps({"preapprove": [UTC_NOW]}).encode(),
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-        method="POST",
-    )
-    with urllib.request.urlopen(request, timeout=15) as response:
-        return int(response.status)
-
-
 def test_an_approvers_preapproval_of_a_schedule_shows_to_its_owner_and_approver(
     page, browser, app_server, user, other_user
 ):
@@ -362,10 +347,23 @@ def test_an_approvers_preapproval_of_a_schedule_shows_to_its_owner_and_approver(
     assert not StandingApproval.objects.exists()
     shots(page, "schedule-preapprove-refused")
 
-    # bob pre-approves it for the schedule's runs (the REST API: no page offers it to him).
-    token = api_token_create(user=other_user, name="lead")[1]
-    assert _preapprove_through_the_api(app_server, token, schedule) == 201
-    grant = StandingApproval.objects.get()
+    # bob pre-approves it for the schedule's runs, from Approvals → Schedules.
+    with signed_in(browser, app_server, "bob", "bob-password-1") as bob:
+        bob.get_by_role("link", name="Approvals").click()
+        bob.get_by_role("link", name="Schedules").click()
+        card = bob.locator(f"#schedule-{schedule.pk}")
+        expect(card.get_by_role("heading")).to_contain_text("nightly of alice")
+        expect(card.locator("pre")).to_have_text('/current_time {"timezone": "UTC"}')
+        form = card.get_by_role("form", name="Pre-approve a call")
+        form.get_by_label("Function").fill("current_time")
+        form.get_by_label("Arguments (JSON)", exact=True).fill('{"timezone": "UTC"}')
+        form.get_by_role("button", name="Pre-approve").click()
+        expect(bob.locator(".banner").first).to_contain_text(
+            "Pre-approved current_time for schedule “nightly”"
+        )
+        grant = StandingApproval.objects.get()
+        expect(bob.locator(f"#preapproval-{grant.pk}")).to_contain_text("by bob")
+        shots(bob, "approvals-schedules")
     assert (grant.scope, grant.schedule_id, grant.user_id, grant.granted_by_id) == (
         "schedule",
         schedule.pk,
@@ -389,7 +387,7 @@ def test_an_approvers_preapproval_of_a_schedule_shows_to_its_owner_and_approver(
                 str(grant.pk),
                 "current_time",
                 "alice",
-                f"schedule #{schedule.pk}",
+                "schedule “nightly”",
                 "timezone = UTC",
                 "bob",
                 "—",

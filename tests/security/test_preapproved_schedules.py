@@ -118,3 +118,34 @@ def test_a_guard_holds_a_preapproved_call_carrying_a_token(worker, user, other_u
     assert call.status == ToolCall.Status.AWAITING_APPROVAL
     assert call.policy_reason == "the arguments carry GitHub Token (arguments.body)"
     assert call.decided_by_id is None
+
+
+def test_the_schedules_tab_shows_others_schedules_to_approvers_and_admins_only(
+    user, other_user, staff_user, leads
+):
+    from tests.helpers import logged_in
+
+    hers = schedule_of(user, name="alice-nightly", message="report <script>x</script>")
+    his = schedule_of(other_user, name="bob-nightly")
+    url = "/approvals/schedules/"
+    # A member who approves nothing: no one's schedule, not even a hint.
+    page = logged_in(user).get(url).content.decode()
+    assert "bob-nightly" not in page and "No schedules to pre-approve." in page
+    # bob approves current_time: alice's schedule, escaped; not his own (his own page has it).
+    page = logged_in(other_user).get(url).content.decode()
+    assert f'id="schedule-{hers.pk}"' in page and f'id="schedule-{his.pk}"' not in page
+    assert "<script>x</script>" not in page and "&lt;script&gt;x&lt;/script&gt;" in page
+    # An admin sees everyone's; a posted pre-approval by bob lands back on the tab.
+    page = logged_in(staff_user).get(url).content.decode()
+    assert f'id="schedule-{hers.pk}"' in page and f'id="schedule-{his.pk}"' in page
+    answer = logged_in(other_user).post(
+        f"/schedules/{hers.pk}/preapprove/",
+        {"tool": "current_time", "arguments": '{"timezone": "UTC"}', "match": "{}"},
+    )
+    assert answer.status_code == 302 and answer["Location"].endswith(
+        f"/approvals/schedules/#schedule-{hers.pk}"
+    )
+    # alice cannot use the approver's way for bob's schedule.
+    assert (
+        logged_in(user).post(f"/schedules/{his.pk}/preapprove/", {"tool": "x"}).status_code == 404
+    )
