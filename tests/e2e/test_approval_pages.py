@@ -11,8 +11,9 @@
   a filter webhook that is not an http(s) URL is refused next to its input.
 * A schedule's pre-approvals: alice, whose calls bob approves, is refused in words when she
   tries to pre-approve her own schedule's call; bob pre-approves it on Approvals → Schedules
-  and both see it — alice on her schedule's page, bob on Approvals → Standing (by its name). A function alice confirms herself she
-  pre-approves on her schedule's page, and editing the schedule's message voids it.
+  and both see it — alice on her schedule's page, bob on Approvals → Standing (by its name).
+  A function alice confirms herself she pre-approves on her schedule's page, and editing the
+  schedule's message voids it.
 
 Each page is photographed at 1280 and 390 px wide, light and dark, into var/e2e-shots/.
 """
