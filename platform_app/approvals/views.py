@@ -169,7 +169,8 @@ def standing_page(request: HttpRequest) -> HttpResponse:
     grants = list(standing_visible_to(request.user)[:500])
     names = preapprovals.schedule_names([g.schedule_id for g in grants if g.schedule_id])
     for grant in grants:
-        grant.schedule_name = names.get(grant.schedule_id, "")  # type: ignore[attr-defined]
+        name = names.get(grant.schedule_id or 0, "")
+        grant.schedule_name = name  # type: ignore[attr-defined]
     rows = [
         {"grant": grant, "revocable": access.standing_revocable(request.user, grant)}
         for grant in grants

@@ -103,7 +103,7 @@ def _revalidate(call: ToolCall, arguments: dict[str, Any]) -> dict[str, Any]:
         guard_arguments(call=probe, tool=tool, validated=validated, settings=settings, ctx=ctx)
     except PolicyDenied as exc:
         raise ApprovalError(exc.reason) from None
-    return dict(probe.arguments)
+    return dict(probe.arguments or {})
 
 
 REQUESTER_INACTIVE = "the person who asked for this call is no longer active"
