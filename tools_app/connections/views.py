@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
@@ -163,9 +163,7 @@ def source_credentials(request: HttpRequest, name: str) -> HttpResponse:
     """An admin's choice: how the source authenticates (none, shared, per person)."""
     from tools_app.services.sources import SourceError
 
-    source = ToolSource.objects.filter(name=name).first()
-    if source is None:
-        raise Http404("no such tool source")
+    source = get_object_or_404(ToolSource, name=name)
     oauth = dict((source.config or {}).get("oauth") or {})
     initial = {"credentials": services.source_credentials(source), **oauth}
     form = SourceCredentialsForm(request.POST or None, initial=initial)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_POST
@@ -46,13 +46,6 @@ class ReviewPolicyForm(forms.Form):
     )
 
 
-def _source(name: str) -> ToolSource:
-    source = ToolSource.objects.filter(name=name).first()
-    if source is None:
-        raise Http404("no such tool source")
-    return source
-
-
 def _page(
     request: HttpRequest, source: ToolSource, form: ReviewPolicyForm | None = None
 ) -> HttpResponse:
@@ -72,13 +65,13 @@ def _page(
 @access.staff
 @require_GET
 def source_review(request: HttpRequest, name: str) -> HttpResponse:
-    return _page(request, _source(name))
+    return _page(request, get_object_or_404(ToolSource, name=name))
 
 
 @access.staff
 @require_POST
 def source_review_decision(request: HttpRequest, name: str) -> HttpResponse:
-    source = _source(name)
+    source = get_object_or_404(ToolSource, name=name)
     decision = request.POST.get("decision", "")
     try:
         if decision == "accept_all":
@@ -104,7 +97,7 @@ def source_review_decision(request: HttpRequest, name: str) -> HttpResponse:
 @access.staff
 @require_POST
 def source_review_policy(request: HttpRequest, name: str) -> HttpResponse:
-    source = _source(name)
+    source = get_object_or_404(ToolSource, name=name)
     form = ReviewPolicyForm(request.POST)
     if not form.is_valid():  # two checkboxes: nothing a browser sends is invalid
         return _page(request, source, form)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
@@ -129,17 +129,10 @@ def _openapi_import(request: HttpRequest) -> HttpResponse:
     return render(request, "tools/source_openapi.html", {"preview": preview, "import_form": form})
 
 
-def _source(name: str) -> ToolSource:
-    source = ToolSource.objects.filter(name=name).first()
-    if source is None:
-        raise Http404("no such tool source")
-    return source
-
-
 @access.staff
 @require_POST
 def source_refresh(request: HtmxHttpRequest, name: str) -> HttpResponse:
-    source = _source(name)
+    source = get_object_or_404(ToolSource, name=name)
     if source.kind != ToolSource.Kind.MCP and not (source.config or {}).get("document_url"):
         raise Http404("an uploaded document is imported again, not refreshed")
     _queue_refresh(source, request.user.pk)
@@ -154,7 +147,7 @@ def source_refresh(request: HtmxHttpRequest, name: str) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def source_status(request: HtmxHttpRequest, name: str) -> HttpResponse:
     """The group's body, polled while a refresh is running."""
-    source = _source(name)
+    source = get_object_or_404(ToolSource, name=name)
     row = manager_selectors.group_row(source.group_name)
     return render(request, "tools/manager.html#group-body", {"row": row})
 
@@ -174,7 +167,7 @@ def source_edit(request: HttpRequest, name: str) -> HttpResponse:
         source_secrets,
     )
 
-    source = _source(name)
+    source = get_object_or_404(ToolSource, name=name)
     if source.kind != ToolSource.Kind.MCP:
         raise Http404("OpenAPI sources are changed by importing the document again")
     config = dict(source.config or {})
@@ -218,7 +211,7 @@ def source_edit(request: HttpRequest, name: str) -> HttpResponse:
 @access.staff
 @require_POST
 def source_remove(request: HttpRequest, name: str) -> HttpResponse:
-    source = _source(name)
+    source = get_object_or_404(ToolSource, name=name)
     source_delete(source, user=request.user)
     messages.success(
         request, _("%(value)s removed with its functions.") % {"value": source.label or source.name}
