@@ -28,6 +28,7 @@ import difflib
 import hashlib
 import json
 import textwrap
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -118,11 +119,14 @@ def definition_diff(
 
 
 # --- names and shadows -------------------------------------------------------------------------
-def _named(
-    source: ToolSource, offered: list[dict[str, Any]], review: list[dict[str, Any]]
+def functions_named(
+    source: ToolSource,
+    offered: list[dict[str, Any]],
+    review: Sequence[dict[str, Any]] = (),
 ) -> list[dict[str, Any]]:
-    """Our tool name for each offered function: the one it has (pinned or pending), else
-    the remote name when free, else prefixed (``tools_app.imported.assign_names``)."""
+    """Our tool name for each offered function: the one it has (pinned, or pending in
+    ``review``), else the remote name when free, else prefixed
+    (``tools_app.imported.assign_names``)."""
     from tools_app import selectors
     from tools_app.imported import assign_names
 
@@ -192,7 +196,9 @@ def source_listing_apply(
         locked = ToolSource.objects.select_for_update().get(pk=source.pk)
         now = timezone.now()
         review = [dict(e) for e in locked.review or []]
-        named = [{**f, "pin": definition_pin(f, kind)} for f in _named(locked, offered, review)]
+        named = [
+            {**f, "pin": definition_pin(f, kind)} for f in functions_named(locked, offered, review)
+        ]
         if locked.pinned_at is None:  # the first listing of a new source: accepted as it is
             functions, review, listing.first = named, [], True
             listing.records.append(

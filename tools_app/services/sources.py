@@ -22,12 +22,10 @@ from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from tools_app import selectors
-from tools_app.imported import assign_names
 from tools_app.models import ToolFunctionConfig, ToolGroupConfig, ToolSource
 from tools_app.registry import GROUPS
 from tools_app.services.audit import audit_settings_change
-from tools_app.services.pins import pinned
+from tools_app.services.pins import functions_named, pinned
 from tools_app.services.source_env import env_audit
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
@@ -94,20 +92,6 @@ def secret_summary(source: ToolSource) -> list[str]:
 
 
 # --- functions -------------------------------------------------------------------------------
-def functions_with_names(
-    source: ToolSource, functions: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
-    """Give each function our tool name (remote name, or prefixed on a clash)."""
-    previous = {f.get("remote", f["name"]): f["name"] for f in source.functions or []}
-    names = assign_names(
-        source.name,
-        [f.get("remote") or f["name"] for f in functions],
-        previous=previous,
-        tools=selectors.registered_tools(),
-    )
-    return [{**f, "name": names[f.get("remote") or f["name"]]} for f in functions]
-
-
 def source_state_set(source: ToolSource, state: str, error: str = "") -> None:
     """Up/down/last error: written by whoever talks to the server; never bumps the revision."""
     fields: dict[str, Any] = {"state": state, "state_at": timezone.now()}
@@ -142,7 +126,7 @@ def source_create(
         source_secrets_set(source, secrets)
         # Creating a source accepts what it offers now: each function is pinned as it is
         # (a source made without functions, an MCP server, pins its first listing).
-        source.functions = pinned(functions_with_names(source, functions), kind)
+        source.functions = pinned(functions_named(source, functions), kind)
         if functions:
             source.refreshed_at = source.pinned_at = timezone.now()
         source.save()
