@@ -45,7 +45,7 @@ from tools_app.services.approval import (
     ApprovalError,
     approval_refusal,
     toolcall_approve,
-    toolcall_decide,
+    toolcall_deny,
     toolcall_for_decision,
 )
 from tools_app.services.audit import audit_approval, audit_grant, audit_settings_change
@@ -418,22 +418,33 @@ def toolcall_decide_widened(
     note: str = "",
 ) -> ToolCall:
     """``toolcall_decide`` with a widening as posted (None: this call only)."""
-    parsed = widening_parse(widening) if approve else None
-    if parsed is None:
-        return toolcall_decide(
-            user=user,
-            call_id=call_id,
-            approve=approve,
-            arguments=arguments,
-            conversation_id=conversation_id,
-            note=note,
-        )
     call = toolcall_for_decision(user=user, call_id=call_id)
     if conversation_id is not None and call.conversation_id != conversation_id:
         raise ApprovalError(_("no such tool call"))
-    return toolcall_approve_widened(
-        call=call, user=user, widening=parsed, arguments=arguments, note=note
+    return toolcall_decide_on(
+        call=call, user=user, approve=approve, widening=widening, arguments=arguments, note=note
     )
+
+
+def toolcall_decide_on(
+    *,
+    call: ToolCall,
+    user: Any,
+    approve: bool,
+    widening: Any = None,
+    arguments: dict[str, Any] | None = None,
+    note: str = "",
+) -> ToolCall:
+    """Approve (this call only, or widened as posted) or deny a call its decider was found
+    for (``toolcall_for_decision``): every way a decision comes in ends here."""
+    parsed = widening_parse(widening) if approve else None
+    if parsed is not None:
+        return toolcall_approve_widened(
+            call=call, user=user, widening=parsed, arguments=arguments, note=note
+        )
+    if approve:
+        return toolcall_approve(call=call, user=user, arguments=arguments, note=note)
+    return toolcall_deny(call=call, user=user, note=note)
 
 
 def kind_fits(value: Any, kind: str) -> bool:

@@ -26,11 +26,9 @@ from tools_app.services.approval import (
     approval_refusal,
     approvals_for,
     no_longer_waiting,
-    toolcall_approve,
-    toolcall_deny,
     toolcall_for_decision,
 )
-from tools_app.services.standing import WideningError, toolcall_approve_widened, widening_parse
+from tools_app.services.standing import WideningError, toolcall_decide_on
 
 router = Router(tags=["tool calls"])
 NOT_FOUND = "no such tool call"
@@ -117,15 +115,14 @@ def _decided(request: HttpRequest, call_id: int, *, approve: bool, body: Any) ->
     if call.status != ToolCall.Status.AWAITING_APPROVAL:
         raise ApiError(409, no_longer_waiting(call).message, code="already_decided")
     try:
-        widening = widening_parse(body.widening) if approve else None
-        if widening is not None:
-            toolcall_approve_widened(
-                call=call, user=user, widening=widening, arguments=body.arguments, note=body.note
-            )
-        elif approve:
-            toolcall_approve(call=call, user=user, arguments=body.arguments, note=body.note)
-        else:
-            toolcall_deny(call=call, user=user, note=body.note)
+        toolcall_decide_on(
+            call=call,
+            user=user,
+            approve=approve,
+            widening=getattr(body, "widening", None),  # a denial's body has neither
+            arguments=getattr(body, "arguments", None),
+            note=body.note,
+        )
     except AlreadyApproved as exc:
         raise ApiError(409, exc.message, code="already_approved") from None
     except WideningError as exc:
