@@ -27,7 +27,7 @@ import sys
 import time
 from typing import Any
 
-from bench.common import emit, run_each_mode, setup_django, stop
+from bench.common import emit, free_port, run_each_mode, setup_django, stop
 from bench.concurrency import DELAY, Gate, make_people, one_turn, start_app, start_llm, summary
 
 SIZES = [1, 50]
@@ -95,8 +95,6 @@ async def run(way: str, port: int, people: list[tuple[int, str]], tokens: list[s
 
 
 def measure(mode: str, sizes: list[int]) -> dict[str, Any]:
-    from tests.e2e.conftest import free_port
-
     setup_django(mode)
     llm, llm_port = start_llm("--plain")
     port = free_port()

@@ -131,6 +131,16 @@ def start_server(mode: str, port: int) -> subprocess.Popen[bytes]:
     return proc
 
 
+def free_port() -> int:
+    """A free loopback port (the benches import nothing from the tests: their conftest
+    needs Django's settings at import)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 def stop(proc: subprocess.Popen[bytes]) -> None:
     proc.terminate()
     try:
