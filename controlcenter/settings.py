@@ -490,6 +490,32 @@ CELERY_BEAT_SCHEDULE = {
         "options": {"queue": "tools", "expires": max(SCHEDULES_TICK_SECONDS, 5.0)},
     }
 }
+# The audit chain (tools_app/services/audit_chain.py, docs/SECURITY_TEAMS.md): a sealer links
+# finished audit records into one hash chain every AUDIT_SEAL_SECONDS and signs its head with
+# the audit signing key (Ed25519; not SECRET_KEY) every AUDIT_CHECKPOINT_RECORDS records or
+# AUDIT_CHECKPOINT_SECONDS. The key: AUDIT_SIGNING_KEY (PEM), else the PEM file
+# AUDIT_SIGNING_KEY_FILE, generated there on the first start (var/audit_signing_key.pem). Every
+# host that runs beat must hold the same key. AUDIT_RETENTION_DAYS: records older than this
+# are deleted daily behind a signed retention checkpoint (0: kept forever).
+AUDIT_CHAIN = envbool("AUDIT_CHAIN", True)
+AUDIT_SEAL_SECONDS = envfloat("AUDIT_SEAL_SECONDS", 2.0, positive=True)
+AUDIT_CHECKPOINT_RECORDS = envint("AUDIT_CHECKPOINT_RECORDS", 1000, minimum=1)
+AUDIT_CHECKPOINT_SECONDS = envfloat("AUDIT_CHECKPOINT_SECONDS", 300.0, positive=True)
+AUDIT_SIGNING_KEY = envstr("AUDIT_SIGNING_KEY")
+AUDIT_SIGNING_KEY_FILE = envpath("AUDIT_SIGNING_KEY_FILE", VAR_DIR / "audit_signing_key.pem")
+AUDIT_RETENTION_DAYS = envint("AUDIT_RETENTION_DAYS", 0, minimum=0)
+if AUDIT_CHAIN:
+    CELERY_BEAT_SCHEDULE["audit-seal"] = {
+        "task": "tools_app.tasks.audit_seal",
+        "schedule": AUDIT_SEAL_SECONDS,
+        "options": {"queue": "tools", "expires": max(AUDIT_SEAL_SECONDS, 5.0)},
+    }
+if AUDIT_RETENTION_DAYS:
+    CELERY_BEAT_SCHEDULE["audit-retention"] = {
+        "task": "tools_app.tasks.audit_retention",
+        "schedule": 3600.0,
+        "options": {"queue": "tools", "expires": 3600.0},
+    }
 # Beat keeps nothing of its own: what is due lives in the database (Schedule.next_run_at).
 CELERY_BEAT_SCHEDULER = "celery.beat:Scheduler"
 CELERY_BEAT_MAX_LOOP_INTERVAL = max(1.0, min(SCHEDULES_TICK_SECONDS, 30.0))

@@ -474,6 +474,14 @@ class AuditRecord(models.Model):
     worker = models.CharField(max_length=128, blank=True)
     sandbox_id = models.CharField(max_length=128, blank=True)
     detail = models.JSONField(default=dict, blank=True)
+    # The hash chain (tools_app/services/audit_chain.py): set once, when the sealer links the
+    # record (a call's record when the call has finished), never changed after. ``seq``: the
+    # record's place in the deployment's one chain; ``call_ref``: the call's id as sealed (the
+    # foreign key above empties when a conversation is deleted; the chain must not).
+    seq = models.BigIntegerField(null=True, blank=True, unique=True)
+    prev_hash = models.CharField(max_length=64, blank=True)
+    record_hash = models.CharField(max_length=64, blank=True)
+    call_ref = models.BigIntegerField(null=True, blank=True)
 
     objects = AuditRecordQuerySet.as_manager()
 
@@ -491,6 +499,10 @@ class AuditRecord(models.Model):
             models.Index(
                 fields=["group"], name="audit_toolless_group", condition=models.Q(tool="")
             ),
+            # What the sealer has still to link: a handful of rows, never the whole log.
+            models.Index(
+                fields=["id"], name="audit_unsealed", condition=models.Q(seq__isnull=True)
+            ),
         ]
 
     def __str__(self) -> str:
@@ -498,6 +510,41 @@ class AuditRecord(models.Model):
 
     def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
         raise PermissionError("the audit log is append-only")
+
+
+class AuditChainHead(models.Model):
+    """The chain's head: the last sealed record's ``seq`` and hash. One row (pk 1), locked by
+    the sealer while it links records, so sealers on several hosts take turns; nothing that
+    writes a record waits for it."""
+
+    seq = models.BigIntegerField(default=0)
+    hash = models.CharField(max_length=64, default="0" * 64)
+    updated_at = models.DateTimeField(auto_now=True)
+
+
+class AuditCheckpoint(models.Model):
+    """A signed statement "the chain's record ``seq`` has hash ``hash``" (Ed25519, with the
+    audit signing key, not SECRET_KEY). Periodic ones bound what a rewrite of the chain could
+    hide; a retention one marks where old records were deleted, so the rest still verifies."""
+
+    class Kind(models.TextChoices):
+        PERIODIC = "periodic", _("periodic")
+        RETENTION = "retention", _("retention cut")
+
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.PERIODIC)
+    seq = models.BigIntegerField()
+    hash = models.CharField(max_length=64)
+    signed_at = models.DateTimeField()
+    key_id = models.CharField(max_length=32)
+    signature = models.CharField(max_length=128)
+    # Retention: how many records the cut deleted, and the time of the newest of them.
+    detail = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["seq", "id"]
+
+    def __str__(self) -> str:
+        return f"checkpoint {self.kind} at {self.seq}"
 
 
 class Screenshot(models.Model):

@@ -17,6 +17,22 @@ def run_tool_call(self: Any, tool_call_id: int) -> None:
     toolcall_execute(tool_call_id=tool_call_id, trace=trace if isinstance(trace, str) else "")
 
 
+@shared_task(name="tools_app.tasks.audit_seal", ignore_result=True)
+def audit_seal() -> None:
+    """Sent by beat every AUDIT_SEAL_SECONDS: link finished audit records into the chain."""
+    from tools_app.services.audit_chain import seal
+
+    seal()
+
+
+@shared_task(name="tools_app.tasks.audit_retention", ignore_result=True)
+def audit_retention() -> None:
+    """Hourly when AUDIT_RETENTION_DAYS is set: delete older records behind a signed cut."""
+    from tools_app.services.audit_chain import retention_run
+
+    retention_run()
+
+
 @shared_task(name="tools_app.tasks.refresh_tool_source", ignore_result=True)
 def refresh_tool_source(source_id: int, user_id: int | None = None) -> None:
     """List an MCP server's tools on a worker (where its sandbox is; a per-person server as

@@ -76,8 +76,12 @@ def audit_call(call: ToolCall, *, new: bool = False, changes: dict[str, Any] | N
     """Open (``new``) or complete the record of ``call`` (one record per call); ``changes``:
     field values the call is being given in the same transaction."""
     fields = _call_fields(call, changes)
+    # A sealed record is never changed (the chain would break): a later change of a call
+    # whose record is in the chain already (rare: a call finished twice) gets a record of its own.
     if not new and (
-        AuditRecord.objects.filter(kind=AuditRecord.Kind.CALL, tool_call=call).update(**fields)
+        AuditRecord.objects.filter(
+            kind=AuditRecord.Kind.CALL, tool_call=call, seq__isnull=True
+        ).update(**fields)
     ):
         return
     # The username and the conversation's title (the record outlives both): read with the
