@@ -209,16 +209,19 @@ def verify(
 
     top = max(marks, default=None)
     last = report.last_seq or 0
-    if top is not None and top > last:
-        # Only a retention cut may stand past the end: when it deleted every record.
-        if not (report.last_seq is None and marks[top]["kind"] == "retention"):
-            report.problems.append(
-                Problem(
-                    last + 1,
-                    f"deleted: a signed checkpoint vouches for records up to seq {top}, "
-                    f"the chain ends at seq {last}",
-                )
+    # Only a retention cut may stand past the end: when it deleted every record.
+    if (
+        top is not None
+        and top > last
+        and not (report.last_seq is None and marks[top]["kind"] == "retention")
+    ):
+        report.problems.append(
+            Problem(
+                last + 1,
+                f"deleted: a signed checkpoint vouches for records up to seq {top}, "
+                f"the chain ends at seq {last}",
             )
+        )
     if head is not None and report.last_seq is not None:
         if int(head["seq"]) < report.last_seq:
             report.problems.append(

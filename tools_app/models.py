@@ -521,6 +521,9 @@ class AuditChainHead(models.Model):
     hash = models.CharField(max_length=64, default="0" * 64)
     updated_at = models.DateTimeField(auto_now=True)
 
+    def __str__(self) -> str:
+        return f"audit chain head at {self.seq}"
+
 
 class AuditCheckpoint(models.Model):
     """A signed statement "the chain's record ``seq`` has hash ``hash``" (Ed25519, with the
