@@ -28,6 +28,7 @@ BENCHES = [
     "upload",
     "usage_record",
     "observability",
+    "audit_chain",
 ]
 
 

@@ -493,16 +493,16 @@ CELERY_BEAT_SCHEDULE = {
 # The audit chain (tools_app/services/audit_chain.py, docs/SECURITY_TEAMS.md): a sealer links
 # finished audit records into one hash chain every AUDIT_SEAL_SECONDS and signs its head with
 # the audit signing key (Ed25519; not SECRET_KEY) every AUDIT_CHECKPOINT_RECORDS records or
-# AUDIT_CHECKPOINT_SECONDS. The key: AUDIT_SIGNING_KEY (PEM), else the PEM file
-# AUDIT_SIGNING_KEY_FILE, generated there on the first start (var/audit_signing_key.pem). Every
-# host that runs beat must hold the same key. AUDIT_RETENTION_DAYS: records older than this
-# are deleted daily behind a signed retention checkpoint (0: kept forever).
+# AUDIT_CHECKPOINT_SECONDS. The key: AUDIT_SIGNING_KEY (PEM text) or AUDIT_SIGNING_KEY_FILE (a
+# PEM file); neither: one generated on first use and kept in the database, encrypted with the
+# keys of secrets at rest. AUDIT_RETENTION_DAYS: records older than this are deleted behind a
+# signed retention checkpoint (checked hourly; 0: kept forever).
 AUDIT_CHAIN = envbool("AUDIT_CHAIN", True)
 AUDIT_SEAL_SECONDS = envfloat("AUDIT_SEAL_SECONDS", 2.0, positive=True)
 AUDIT_CHECKPOINT_RECORDS = envint("AUDIT_CHECKPOINT_RECORDS", 1000, minimum=1)
 AUDIT_CHECKPOINT_SECONDS = envfloat("AUDIT_CHECKPOINT_SECONDS", 300.0, positive=True)
 AUDIT_SIGNING_KEY = envstr("AUDIT_SIGNING_KEY")
-AUDIT_SIGNING_KEY_FILE = envpath("AUDIT_SIGNING_KEY_FILE", VAR_DIR / "audit_signing_key.pem")
+AUDIT_SIGNING_KEY_FILE = envstr("AUDIT_SIGNING_KEY_FILE").strip()
 AUDIT_RETENTION_DAYS = envint("AUDIT_RETENTION_DAYS", 0, minimum=0)
 if AUDIT_CHAIN:
     CELERY_BEAT_SCHEDULE["audit-seal"] = {

@@ -525,6 +525,22 @@ class AuditChainHead(models.Model):
         return f"audit chain head at {self.seq}"
 
 
+class AuditSigningKey(models.Model):
+    """The audit signing key the sealer generated (when the operator gave none): the private
+    half encrypted with the keys of secrets at rest, so every host signs with it and the
+    database alone reveals nothing. Rows are kept after an operator's key replaces it: their
+    public halves still verify the checkpoints signed before."""
+
+    key_id = models.CharField(max_length=32, unique=True)
+    # The public half is derived from this on every read, never stored beside it: a row
+    # written by someone without the secrets key does not decrypt, so it vouches for nothing.
+    private_pem = EncryptedTextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"audit signing key {self.key_id}"
+
+
 class AuditCheckpoint(models.Model):
     """A signed statement "the chain's record ``seq`` has hash ``hash``" (Ed25519, with the
     audit signing key, not SECRET_KEY). Periodic ones bound what a rewrite of the chain could

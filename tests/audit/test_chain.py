@@ -12,7 +12,6 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from django.conf import settings
 from django.core.management import call_command
 from django.db import connection
 from django.utils import timezone
@@ -360,10 +359,36 @@ def test_fifty_writers_and_sealers_in_two_processes_keep_one_valid_chain(transac
     assert AuditChainHead.objects.get(pk=1).seq == 50
 
 
-def test_the_signing_key_is_not_the_secret_key(db):
-    from infra.audit_key import signing_key
+def test_the_generated_key_is_kept_encrypted_and_an_operators_key_takes_over(
+    db, settings, tmp_path
+):
+    from infra.audit_key import new_private_pem
+    from tools_app.models import AuditSigningKey
 
-    key_file = Path(settings.AUDIT_SIGNING_KEY_FILE)
-    assert signing_key() is not None and key_file.exists()
-    assert settings.SECRET_KEY not in key_file.read_text()
-    assert oct(key_file.stat().st_mode & 0o777) == "0o600"
+    _records(2)
+    audit_chain.seal()
+    first = AuditCheckpoint.objects.get().key_id
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT private_pem FROM tools_app_auditsigningkey")
+        (stored,) = cursor.fetchone()
+    assert "PRIVATE KEY" not in stored  # encrypted at rest
+    assert AuditSigningKey.objects.get().key_id == first
+    # The operator gives a key of their own: new checkpoints use it, the old ones still verify.
+    own = tmp_path / "audit.pem"
+    own.write_text(new_private_pem())
+    settings.AUDIT_SIGNING_KEY_FILE = str(own)
+    _records(1, start=2)
+    cp = audit_chain.checkpoint_now()
+    assert cp is not None and cp.key_id != first
+    assert _verify().ok
+    # A row written by someone without the secrets key vouches for nothing.
+    settings.AUDIT_SIGNING_KEY_FILE = ""
+    audit_chain._stored.clear()
+    AuditSigningKey.objects.all().delete()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO tools_app_auditsigningkey (key_id, private_pem, created_at) "
+            "VALUES (%s, %s, %s)",
+            ("feedfacefeedface", new_private_pem(), timezone.now()),
+        )
+    assert "feedfacefeedface" not in audit_chain.trusted_keys()

@@ -42,4 +42,6 @@ urlpatterns = [
     path("audit/<int:record_id>/", views.audit_detail, name="audit"),
     path("audit/export.csv", views.audit_export_csv, name="audit_export_csv"),
     path("audit/export.jsonl", views.audit_export_jsonl, name="audit_export_jsonl"),
+    path("audit/chain.jsonl", views.audit_chain_export, name="audit_chain_export"),
+    path("audit/public-key.pem", views.audit_public_key, name="audit_public_key"),
 ]

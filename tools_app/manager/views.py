@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any, TypeVar
 
 from django.conf import settings as django_settings
@@ -40,6 +41,7 @@ from tools_app.manager.forms import SettingsForm, ToolTestForm
 from tools_app.manager.review import record_diff
 from tools_app.models import AuditRecord, ToolCall
 from tools_app.runtime import BindContext
+from tools_app.services import audit_chain
 from tools_app.services.binding import CallRequest, toolcall_bind, toolcall_dispatch
 from tools_app.services.settings import (
     FUNCTION_SWITCHES,
@@ -215,6 +217,7 @@ def audit(request: HttpRequest) -> HttpResponse:
         "page": page,
         "choices": audit_selectors.audit_filter_choices(),
         "kinds": AuditRecord.Kind.choices,
+        "chain": audit_chain.chain_state(),
     }
     return render(request, "tools/audit.html", context)
 
@@ -276,6 +279,36 @@ def audit_export_csv(request: HttpRequest) -> StreamingHttpResponse:
 @require_GET
 def audit_export_jsonl(request: HttpRequest) -> StreamingHttpResponse:
     return _export(request, "jsonl")
+
+
+@access.staff
+@require_GET
+def audit_chain_export(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
+    """The whole chain (or from the signed checkpoint before ``?since=7d``) as JSONL that
+    ``manage.py audit verify --file`` checks with only the public key."""
+    since = request.GET.get("since", "").strip()
+    start = None
+    if since:
+        days = since.removesuffix("d")
+        if not days.isdigit():
+            return HttpResponse("since: a number of days, like 7d", status=400)
+        start = timezone.now() - timedelta(days=int(days))
+    response = StreamingHttpResponse(
+        (line + "\n" for line in audit_chain.export_lines(since=start)),
+        content_type="application/x-ndjson; charset=utf-8",
+    )
+    filename = f"audit-chain-{timezone.now():%Y%m%d-%H%M%S}.jsonl"
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+@access.staff
+@require_GET
+def audit_public_key(request: HttpRequest) -> HttpResponse:
+    """The audit signing key's public half: what verifies the chain's checkpoints."""
+    response = HttpResponse(audit_chain.public_key_pem(), content_type="application/x-pem-file")
+    response["Content-Disposition"] = 'attachment; filename="audit-signing-key.pub.pem"'
+    return response
 
 
 # --- API -----------------------------------------------------------------------------------

@@ -18,14 +18,22 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from infra import audit_chain as chain
-from infra.audit_key import signing_key
-from tools_app.models import AuditChainHead, AuditCheckpoint, AuditRecord, ToolCall
+from infra.audit_key import configured_key, load_private, new_private_pem, public_pem
+from infra.secrets import SecretDecryptionError
+from tools_app.models import (
+    AuditChainHead,
+    AuditCheckpoint,
+    AuditRecord,
+    AuditSigningKey,
+    ToolCall,
+)
 
 SEAL_BATCH = 500
 
@@ -61,6 +69,59 @@ def record_document(record: AuditRecord) -> dict[str, Any]:
     return json.loads(json.dumps(doc, default=str))
 
 
+# --- the signing key -----------------------------------------------------------------------
+_stored: dict[str, Ed25519PrivateKey] = {}
+
+
+def _stored_keys() -> dict[str, Ed25519PrivateKey]:
+    """The generated keys in the database that decrypt (key id → key), cached per process."""
+    for row in AuditSigningKey.objects.exclude(key_id__in=list(_stored)):
+        try:
+            key = load_private(row.private_pem.encode())
+        except (SecretDecryptionError, ValueError):
+            continue  # not written with our secrets key: vouches for nothing
+        if chain.key_id(key.public_key()) == row.key_id:
+            _stored[row.key_id] = key
+    return _stored
+
+
+def signing_key() -> Ed25519PrivateKey:
+    """The operator's key (AUDIT_SIGNING_KEY / _FILE), else the one generated into the
+    database on first use (the first sealer creates it; the others read it)."""
+    configured = configured_key()
+    if configured is not None:
+        return configured
+    stored = _stored_keys()
+    if stored:
+        first = AuditSigningKey.objects.filter(key_id__in=list(stored)).order_by("id").first()
+        if first is not None:
+            return stored[first.key_id]
+    pem = new_private_pem()
+    key = load_private(pem.encode())
+    try:
+        with transaction.atomic():
+            AuditSigningKey.objects.create(key_id=chain.key_id(key.public_key()), private_pem=pem)
+    except IntegrityError:
+        pass
+    _stored.clear()
+    return signing_key() if AuditSigningKey.objects.exists() else key
+
+
+def trusted_keys() -> dict[str, Ed25519PublicKey]:
+    """Every key whose checkpoints this deployment vouches for: the operator's, and each
+    generated one that decrypts with the secrets key."""
+    keys = {kid: key.public_key() for kid, key in _stored_keys().items()}
+    configured = configured_key()
+    if configured is not None:
+        keys[chain.key_id(configured.public_key())] = configured.public_key()
+    return keys
+
+
+def public_key_pem() -> bytes:
+    return public_pem(signing_key().public_key())
+
+
+# --- sealing ---------------------------------------------------------------------------------
 def _sealable() -> Q:
     return Q(seq__isnull=True) & (~Q(kind=AuditRecord.Kind.CALL) | Q(status__in=ToolCall.TERMINAL))
 
@@ -227,14 +288,11 @@ def chain_rows(*, after: int = 0) -> Iterator[dict[str, Any]]:
 def verify_database(*, extra_keys: dict[str, Any] | None = None) -> chain.Report:
     """The database's chain, with the deployment's own key and any ``extra_keys`` (earlier
     keys, after a rotation)."""
-    from infra.audit_chain import load_public_keys
-    from infra.audit_key import public_pem
-
     head = AuditChainHead.objects.filter(pk=1).values("seq", "hash").first()
     report = chain.verify(
         chain_rows(),
         [checkpoint_document(cp) for cp in AuditCheckpoint.objects.order_by("seq", "id")],
-        load_public_keys([public_pem()]) | (extra_keys or {}),
+        trusted_keys() | (extra_keys or {}),
         head=head,
     )
     unsealed = AuditRecord.objects.filter(seq__isnull=True)
@@ -279,3 +337,24 @@ def export_lines(*, since: Any = None) -> Iterator[str]:
     for row in chain_rows(after=after):
         row.pop("id")
         yield json.dumps({"type": "record", **row}, ensure_ascii=False)
+
+
+@dataclass
+class ChainState:
+    """What the audit page says about the chain (one cheap read of the head and checkpoint)."""
+
+    sealed: int
+    checkpoint_seq: int | None
+    checkpoint_at: Any
+    key_id: str
+
+
+def chain_state() -> ChainState:
+    head = AuditChainHead.objects.filter(pk=1).values_list("seq", flat=True).first() or 0
+    last = AuditCheckpoint.objects.order_by("-seq", "-id").only("seq", "signed_at").first()
+    return ChainState(
+        sealed=head,
+        checkpoint_seq=last.seq if last else None,
+        checkpoint_at=last.signed_at if last else None,
+        key_id=chain.key_id(signing_key().public_key()),
+    )

@@ -5,7 +5,7 @@ it checks an exported file anywhere a checkout of the project is."""
 from __future__ import annotations
 
 import sys
-from datetime import timedelta
+from datetime import UTC, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ def _when(text: str) -> Any:
     if value is None:
         raise CommandError(f"not a time: {text!r} (7d, 12h, 30m, or 2026-11-01[T10:00:00])")
     if timezone.is_naive(value):
-        value = timezone.make_aware(value, timezone.utc)
+        value = timezone.make_aware(value, UTC)
     return value
 
 
@@ -102,9 +102,9 @@ class Command(BaseCommand):
             self.stdout.write(f"wrote {count} lines to {options['file']}")
 
     def _public_key(self, options: dict[str, Any]) -> None:
-        from infra.audit_key import public_pem
+        from tools_app.services.audit_chain import public_key_pem
 
-        self.stdout.write(public_pem().decode().rstrip())
+        self.stdout.write(public_key_pem().decode().rstrip())
 
     def _seal(self, options: dict[str, Any]) -> None:
         from tools_app.services.audit_chain import seal
