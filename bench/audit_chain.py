@@ -170,7 +170,7 @@ def main() -> None:
     if modes:
         emit({"audit_chain": {modes[0]: measure(modes[0])}})
     else:
-        emit({"audit_chain": run_each_mode("bench.audit_chain")})
+        emit({"audit_chain": run_each_mode("audit_chain")})
 
 
 if __name__ == "__main__":

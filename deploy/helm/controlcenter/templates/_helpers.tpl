@@ -74,6 +74,14 @@ database and the broker, the shared directory.
       key: {{ . }}
       optional: true
 {{- end }}
+{{- with .Values.secretKeys.auditSigningKey }}
+- name: AUDIT_SIGNING_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "controlcenter.secretName" $ }}
+      key: {{ . }}
+      optional: true
+{{- end }}
 - name: CC_VAR_DIR
   value: {{ .Values.shared.mountPath | quote }}
 - name: ALLOWED_HOSTS
