@@ -1,0 +1,66 @@
+"""Beat's tick: every enabled exporter that is due, and never one another process is sending
+(its row is locked: skipped, not waited for, so two beats never send the same batch)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.db import connection, connections, transaction
+
+from platform_app.audit_export.services import exporter_step, exporters_tick
+from platform_app.models import AuditExporter
+from platform_app.tasks import audit_export_tick
+from tests.audit_export.conftest import exporter_new, records_sealed
+
+
+@pytest.fixture
+def export_dir(tmp_path: Path, settings: Any) -> Path:
+    settings.AUDIT_EXPORT_DIR = tmp_path
+    return tmp_path
+
+
+@pytest.mark.modes
+@pytest.mark.django_db
+def test_the_tick_sends_for_enabled_exporters_only(export_dir: Path) -> None:
+    on = exporter_new(kind=AuditExporter.Kind.FILE, directory="on")
+    off = exporter_new(kind=AuditExporter.Kind.FILE, directory="off", enabled=False)
+    seqs = records_sealed(3)
+    audit_export_tick()
+    on.refresh_from_db()
+    off.refresh_from_db()
+    assert on.cursor == seqs[-1] and off.cursor == 0
+    assert not (export_dir / "off").exists()
+    assert exporters_tick() == 0  # nothing new
+
+
+@pytest.mark.modes
+@pytest.mark.django_db(transaction=True)
+def test_an_exporter_locked_elsewhere_is_skipped(export_dir: Path) -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks: PostgreSQL (SQLite has one writer anyway)")
+    exporter = exporter_new(kind=AuditExporter.Kind.FILE, directory="locked")
+    records_sealed(2)
+    locked, release = threading.Event(), threading.Event()
+
+    def other_beat() -> None:
+        try:
+            with transaction.atomic():
+                AuditExporter.objects.select_for_update().get(pk=exporter.pk)
+                locked.set()
+                release.wait(10)
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=other_beat)
+    thread.start()
+    try:
+        assert locked.wait(10)
+        step = exporter_step(exporter.pk, force=True)
+        assert step.sent == 0 and not step.more
+    finally:
+        release.set()
+        thread.join()
+    assert exporter_step(exporter.pk).sent == 2
