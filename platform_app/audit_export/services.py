@@ -253,14 +253,31 @@ def exporter_state(exporter: AuditExporter) -> dict[str, Any]:
     }
 
 
+SECRETS = ("token", "headers")
+
+
+def _secret_states(
+    before: dict[str, Any], after: dict[str, Any], changed: set[str]
+) -> dict[str, tuple[str | None, str | None]]:
+    """token/headers as the audit log shows secrets: set, changed, removed (never a value)."""
+    states: dict[str, tuple[str | None, str | None]] = {}
+    for name in SECRETS:
+        was, now = before.pop(name, "none"), after.pop(name, "none")
+        if now == "set" and was == "set" and name in changed:
+            now = "changed"
+        elif now == "none" and was == "set":
+            now = "removed"
+        states[name] = (None if was == "none" else was, None if now == "none" else now)
+    return states
+
+
 @transaction.atomic
 def exporter_save(
     *, actor: Any, exporter: AuditExporter, before: dict[str, Any] | None, secrets_changed: set[str]
 ) -> AuditExporter:
     """Save what the form validated and audit it (secrets as set/changed/removed).
-    ``before``: the state read before the form changed it (None: a new exporter)."""
-    new = exporter.pk is None
-    if new:
+    ``before``: ``exporter_state`` read before the form changed it (None: a new exporter)."""
+    if exporter.pk is None:
         exporter.created_by = actor if getattr(actor, "pk", None) else None
         # A new exporter starts at the chain's beginning: the whole log is delivered.
         exporter.cursor = 0
@@ -269,12 +286,15 @@ def exporter_save(
         # back-off of the broken one.
         exporter.next_attempt_at, exporter.failures = None, 0
     exporter.save()
-    after = exporter_state(exporter)
-    for name in secrets_changed:
-        if after[name] == "set" and before and before.get(name) == "set":
-            after[name] = "changed"
+    shown_before, after = dict(before or {}), exporter_state(exporter)
+    states = _secret_states(shown_before, after, secrets_changed)
     audit_settings_change(
-        user=actor, group="audit_export", tool=exporter.name[:64], before=before or {}, after=after
+        user=actor,
+        group="audit_export",
+        tool=exporter.name[:64],
+        before=shown_before,
+        after=after,
+        states=states,
     )
     return exporter
 
@@ -282,7 +302,13 @@ def exporter_save(
 @transaction.atomic
 def exporter_delete(*, actor: Any, exporter: AuditExporter) -> None:
     before = exporter_state(exporter)
+    states = _secret_states(before, {}, set())
     exporter.delete()
     audit_settings_change(
-        user=actor, group="audit_export", tool=before["name"][:64], before=before, after={}
+        user=actor,
+        group="audit_export",
+        tool=before["name"][:64],
+        before=before,
+        after={},
+        states=states,
     )
