@@ -62,9 +62,7 @@ def test_an_admin_adds_an_exporter_and_its_token_is_never_shown(staff_user: Any)
     exporter.refresh_from_db()
     assert exporter.token == TOKEN and exporter.batch_size == 50
     admin.post(f"/audit-export/{exporter.pk}/", _form(token="a-new-token"))
-    changes = list(
-        AuditRecord.objects.filter(kind="settings", group="audit_export").order_by("id")
-    )
+    changes = list(AuditRecord.objects.filter(kind="settings", group="audit_export").order_by("id"))
     assert [c.detail["after"].get("token") for c in changes] == ["set", "set", "changed"]
     assert all(TOKEN not in str(c.detail) for c in changes)
     assert changes[1].detail["changed"] == ["batch_size"]
