@@ -18,8 +18,11 @@ dead letter (the admin page sends it again or discards it) and the cursor moves 
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -91,9 +94,34 @@ def _dead_letter(exporter: AuditExporter, seq: int, error: str, attempts: int) -
         )
 
 
+# Exporters a thread of this process is sending for. The row lock keeps other processes
+# out; on SQLite (embedded mode: one process, a worker of several threads) there is no row
+# lock, and this keeps two ticks of the same process from sending the same batch.
+_sending: set[int] = set()
+_sending_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _claimed_here(exporter_id: int) -> Iterator[bool]:
+    with _sending_lock:
+        mine = exporter_id not in _sending
+        _sending.add(exporter_id)
+    try:
+        yield mine
+    finally:
+        if mine:
+            with _sending_lock:
+                _sending.discard(exporter_id)
+
+
 def exporter_step(exporter_id: int, *, force: bool = False) -> Step:
     """Send the next batch of one exporter, if it is enabled, due (or ``force``) and not
     being sent by someone else; the cursor moves only past what was taken."""
+    with _claimed_here(exporter_id) as mine:
+        return _step(exporter_id, force=force) if mine else Step()
+
+
+def _step(exporter_id: int, *, force: bool) -> Step:
     now = timezone.now()
     with transaction.atomic():
         query = AuditExporter.objects.select_for_update(skip_locked=True).filter(pk=exporter_id)

@@ -40,7 +40,7 @@ def test_the_tick_sends_for_enabled_exporters_only(export_dir: Path) -> None:
 @pytest.mark.django_db(transaction=True)
 def test_an_exporter_locked_elsewhere_is_skipped(export_dir: Path) -> None:
     if connection.vendor != "postgresql":
-        pytest.skip("row locks: PostgreSQL (SQLite has one writer anyway)")
+        pytest.skip("row locks: PostgreSQL (on SQLite, the claim of the next test)")
     exporter = exporter_new(kind=AuditExporter.Kind.FILE, directory="locked")
     records_sealed(2)
     locked, release = threading.Event(), threading.Event()
@@ -64,3 +64,16 @@ def test_an_exporter_locked_elsewhere_is_skipped(export_dir: Path) -> None:
         release.set()
         thread.join()
     assert exporter_step(exporter.pk).sent == 2
+
+
+@pytest.mark.django_db
+def test_two_threads_of_one_process_never_send_the_same_batch(export_dir: Path) -> None:
+    """Embedded mode: SQLite has no row locks, and the worker runs ticks in threads."""
+    from platform_app.audit_export import services
+
+    exporter = exporter_new(kind=AuditExporter.Kind.FILE, directory="threads")
+    records_sealed(2)
+    with services._claimed_here(exporter.pk) as mine:
+        assert mine
+        assert exporter_step(exporter.pk, force=True).sent == 0  # another thread holds it
+    assert exporter_step(exporter.pk, force=True).sent == 2
