@@ -404,15 +404,17 @@ class WebhookAttempt(models.Model):
 
 class AuditExporter(models.Model):
     """A place the sealed audit log is streamed to (platform_app/audit_export): a syslog
-    server, an HTTP event collector, an OpenTelemetry collector or a directory. Records go out
-    in chain order; ``cursor`` is the last ``seq`` delivered, moved only after the receiver
-    took it. Secrets (``token``, ``headers``) are encrypted at rest and never shown back."""
+    server, an HTTP event collector, an OpenTelemetry collector, a directory or an S3 bucket.
+    Records go out in chain order; ``cursor`` is the last ``seq`` delivered, moved only after
+    the receiver took it. Secrets (``token``, ``headers``, ``secret_access_key``) are
+    encrypted at rest and never shown back."""
 
     class Kind(models.TextChoices):
         SYSLOG = "syslog", _("syslog (RFC 5424 over TCP/TLS)")
         HEC = "hec", _("HTTP event collector (Splunk HEC)")
         OTLP = "otlp", _("OpenTelemetry logs (OTLP/HTTP)")
         FILE = "file", _("JSONL files in a directory")
+        S3 = "s3", _("JSONL files in S3-compatible storage")
 
     class Format(models.TextChoices):
         JSON = "json", _("JSON")
@@ -426,7 +428,8 @@ class AuditExporter(models.Model):
     kind = models.CharField(max_length=8, choices=Kind.choices)
     format = models.CharField(max_length=4, choices=Format.choices, default=Format.JSON)
     enabled = models.BooleanField(default=True)
-    # Where: a URL (HEC, OTLP), a host and port (syslog), a directory (file).
+    # Where: a URL (HEC, OTLP; S3's endpoint), a host and port (syslog), a directory (file;
+    # S3's key prefix), a bucket (S3).
     url = models.CharField(max_length=500, blank=True)
     host = models.CharField(max_length=255, blank=True)
     port = models.PositiveIntegerField(null=True, blank=True)
@@ -437,8 +440,12 @@ class AuditExporter(models.Model):
     allow_private = models.BooleanField(
         default=False, help_text=_("Allow a private or loopback address (never cloud metadata).")
     )
+    bucket = models.CharField(max_length=255, blank=True)
+    region = models.CharField(max_length=64, blank=True)
+    access_key_id = models.CharField(max_length=128, blank=True)
     token = EncryptedTextField()
     headers = EncryptedTextField()
+    secret_access_key = EncryptedTextField()
     batch_size = models.PositiveIntegerField(default=100)
     interval_seconds = models.PositiveIntegerField(default=0)
     # Delivery state.

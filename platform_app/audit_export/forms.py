@@ -14,7 +14,7 @@ from django.utils.translation import gettext_lazy as _
 from platform_app.models import AuditExporter
 
 _DIRECTORY = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]*(/[A-Za-z0-9_-][A-Za-z0-9._-]*)*$")
-SECRETS = ("token", "headers")
+SECRETS = ("token", "headers", "secret_access_key")
 
 
 class ExporterForm(forms.ModelForm):
@@ -34,8 +34,18 @@ class ExporterForm(forms.ModelForm):
             "Write-only and encrypted at rest. Leave blank to keep the stored headers."
         ),
     )
+    secret_access_key = forms.CharField(
+        required=False,
+        label=_("S3 secret access key"),
+        strip=True,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text=_(
+            "Write-only and encrypted at rest. Leave blank to keep the stored key; with no "
+            "keys at all, the server's own AWS credentials (environment, instance role)."
+        ),
+    )
     clear_secrets = forms.BooleanField(
-        required=False, label=_("Remove the stored token and headers")
+        required=False, label=_("Remove the stored token, headers and secret key")
     )
 
     class Meta:
@@ -52,6 +62,9 @@ class ExporterForm(forms.ModelForm):
             "verify_tls",
             "ca_pem",
             "directory",
+            "bucket",
+            "region",
+            "access_key_id",
             "allow_private",
             "batch_size",
             "interval_seconds",
@@ -68,6 +81,9 @@ class ExporterForm(forms.ModelForm):
             "verify_tls": _("Verify the server's TLS certificate"),
             "ca_pem": _("CA certificate (PEM)"),
             "directory": _("Directory"),
+            "bucket": _("S3 bucket"),
+            "region": _("S3 region"),
+            "access_key_id": _("S3 access key ID"),
             "allow_private": _("Allow a private or loopback host"),
             "batch_size": _("Records per batch"),
             "interval_seconds": _("Every (seconds)"),
@@ -76,10 +92,12 @@ class ExporterForm(forms.ModelForm):
             "url": _(
                 "HEC: the collector's base URL (…/services/collector/event is added). "
                 "OTLP: the collector's OTLP/HTTP address, e.g. https://otel.example.com:4318 "
-                "(…/v1/logs is added)."
+                "(…/v1/logs is added). S3: the endpoint of S3-compatible storage (empty: AWS)."
             ),
             "ca_pem": _("Trust this CA instead of the system's (an internal PKI)."),
-            "directory": _("Files: a directory inside AUDIT_EXPORT_DIR, e.g. siem/daily."),
+            "directory": _(
+                "Files: a directory inside AUDIT_EXPORT_DIR, e.g. siem/daily. S3: the key prefix."
+            ),
             "allow_private": _("Cloud metadata addresses are refused whatever this says."),
             "interval_seconds": _(
                 "0: as records are sealed (every few seconds). Files: e.g. 3600 for hourly files."
@@ -124,7 +142,9 @@ class ExporterForm(forms.ModelForm):
             name: data.get(name) or ("" if data.get("clear_secrets") else stored[name])
             for name in SECRETS
         }
-        if kind in (AuditExporter.Kind.HEC, AuditExporter.Kind.OTLP):
+        if kind in (AuditExporter.Kind.HEC, AuditExporter.Kind.OTLP) or (
+            kind == AuditExporter.Kind.S3 and data.get("url")
+        ):
             parts = urlsplit(data.get("url") or "")
             if parts.scheme not in ("http", "https") or not parts.hostname:
                 self.add_error("url", _("the URL must be http:// or https:// with a host"))
@@ -138,7 +158,18 @@ class ExporterForm(forms.ModelForm):
             port = data.get("port")
             if port is not None and not 1 <= port <= 65535:
                 self.add_error("port", _("a port between 1 and 65535"))
-        if kind == AuditExporter.Kind.FILE:
+        if kind == AuditExporter.Kind.S3:
+            if not re.match(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$", data.get("bucket") or ""):
+                self.add_error(
+                    "bucket", _("an S3 bucket name (3-63 lower-case letters, digits, dots, dashes)")
+                )
+            if bool(data.get("access_key_id")) != bool(secrets["secret_access_key"]):
+                self.add_error(
+                    "access_key_id", _("give both the access key ID and its secret, or neither")
+                )
+        if kind in (AuditExporter.Kind.FILE, AuditExporter.Kind.S3) and (
+            kind == AuditExporter.Kind.FILE or data.get("directory")
+        ):
             directory = (data.get("directory") or "").strip().strip("/")
             if not _DIRECTORY.match(directory) or ".." in directory.split("/"):
                 self.add_error(

@@ -51,6 +51,9 @@ AUDITED = (
     "transport",
     "verify_tls",
     "directory",
+    "bucket",
+    "region",
+    "access_key_id",
     "allow_private",
     "batch_size",
     "interval_seconds",
@@ -221,7 +224,8 @@ def _test_row(actor: Any) -> dict[str, Any]:
 
 def exporter_test(exporter: AuditExporter, *, actor: Any) -> str:
     """Send one test event (seq 0, kind ``test``) now; "" when the receiver took it, else
-    why not. The file exporter only checks that it can write its directory."""
+    why not. The file exporter only checks that it can write its directory; the S3 one
+    writes the object ``audit-000000000000.jsonl`` (seq 0 is never a record's)."""
     try:
         if exporter.kind == AuditExporter.Kind.FILE:
             directory = transports.export_directory(exporter)
@@ -277,11 +281,12 @@ def exporter_state(exporter: AuditExporter) -> dict[str, Any]:
     return {name: getattr(exporter, name) for name in AUDITED} | {
         "token": "set" if exporter.token else "none",
         "headers": "set" if exporter.headers else "none",
+        "secret_access_key": "set" if exporter.secret_access_key else "none",
         "ca_pem": "set" if exporter.ca_pem else "none",
     }
 
 
-SECRETS = ("token", "headers")
+SECRETS = ("token", "headers", "secret_access_key")
 
 
 def _secret_states(

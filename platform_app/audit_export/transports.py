@@ -16,6 +16,11 @@ refused these records for what they are: trying them again as they are will not 
 - **otlp**: an ``ExportLogsServiceRequest`` built with the official ``opentelemetry-proto``
   classes, ``POST …/v1/logs`` as ``application/x-protobuf`` (OTLP/HTTP).
 - **file**: one JSONL (or CEF) file per batch under ``AUDIT_EXPORT_DIR``.
+- **s3**: one object per batch in an S3-compatible bucket, with ``boto3`` (AWS's SDK: it
+  signs requests for AWS, MinIO, Ceph and the rest alike); an optional extra,
+  ``pip install 'controlcenter[s3]'``. The endpoint is checked by the SSRF guard before boto3
+  connects (boto3 resolves the name again itself: an endpoint is an admin's choice, not a
+  person's).
 
 HTTP goes through the HTTP tool's SSRF-guarded client (``fetch``), and a syslog host through
 the same guard's ``check_url``: private and loopback hosts only where the admin allowed them
@@ -388,11 +393,82 @@ def file_send(exporter: AuditExporter, rows: list[dict[str, Any]]) -> str:
     return ""
 
 
+def s3_key(exporter: AuditExporter, first: int) -> str:
+    """Named by the batch's first seq only: a batch sent again after a crash (the cursor at
+    the same place) overwrites its object rather than adding a second copy."""
+    prefix = exporter.directory.strip("/")
+    suffix = "cef" if exporter.format == "cef" else "jsonl"
+    name = f"audit-{first:012d}.{suffix}"
+    return f"{prefix}/{name}" if prefix else name
+
+
+def s3_send(exporter: AuditExporter, rows: list[dict[str, Any]]) -> str:
+    try:
+        import boto3
+        from botocore.config import Config
+        from botocore.exceptions import BotoCoreError, ClientError
+    except ImportError as exc:
+        raise Transient("boto3 is not installed: pip install 'controlcenter[s3]'") from exc
+    from tools_app.errors import PolicyDenied, ToolError
+    from tools_app.netguard import check_url
+
+    endpoint = exporter.url.strip() or None
+    if endpoint:
+        host = urlsplit(endpoint).hostname or ""
+        try:
+            check_url(endpoint, private_allowed=_private(exporter, host))
+        except PolicyDenied as exc:
+            raise Transient(f"refused by the SSRF guard: {exc.reason}") from exc
+        except ToolError as exc:
+            raise Transient(f"not delivered: {exc.message}") from exc
+    first, last = int(rows[0]["seq"]), int(rows[-1]["seq"])
+    body = "".join(formats.render(row, exporter.format) + "\n" for row in rows).encode()
+    with contextlib.ExitStack() as stack:
+        verify: bool | str = exporter.verify_tls
+        if exporter.verify_tls and exporter.ca_pem:
+            bundle = stack.enter_context(tempfile.NamedTemporaryFile("w", suffix=".pem"))
+            bundle.write(exporter.ca_pem)
+            bundle.flush()
+            verify = bundle.name
+        client = boto3.client(
+            "s3",
+            endpoint_url=endpoint,
+            region_name=exporter.region or None,
+            aws_access_key_id=exporter.access_key_id or None,
+            aws_secret_access_key=exporter.secret_access_key or None,
+            verify=verify,
+            config=Config(
+                connect_timeout=_timeout(),
+                read_timeout=_timeout(),
+                retries={"max_attempts": 1},  # the exporter's own back-off retries
+                s3={"addressing_style": "path"},
+            ),
+        )
+        try:
+            client.put_object(
+                Bucket=exporter.bucket,
+                Key=s3_key(exporter, first),
+                Body=body,
+                ContentType="application/x-ndjson" if exporter.format == "json" else "text/plain",
+                Metadata={"first-seq": str(first), "last-seq": str(last)},
+            )
+        except ClientError as exc:
+            # Access denied, no such bucket, throttling, 5xx: nothing about the records.
+            error = exc.response.get("Error", {})
+            raise Transient(
+                f"S3 answered {error.get('Code', '?')}: {error.get('Message', '')}".strip()
+            ) from exc
+        except BotoCoreError as exc:
+            raise Transient(f"not delivered: {exc}") from exc
+    return ""
+
+
 SENDERS: dict[str, Callable[[AuditExporter, list[dict[str, Any]]], str]] = {
     AuditExporter.Kind.SYSLOG: syslog_send,
     AuditExporter.Kind.HEC: hec_send,
     AuditExporter.Kind.OTLP: otlp_send,
     AuditExporter.Kind.FILE: file_send,
+    AuditExporter.Kind.S3: s3_send,
 }
 
 

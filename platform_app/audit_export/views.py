@@ -65,6 +65,7 @@ def exporter_detail(request: HttpRequest, exporter_id: int) -> HttpResponse:
         "letters": exporter.dead_letters.all()[:200],
         "has_token": bool(exporter.token),
         "has_headers": bool(exporter.headers),
+        "has_secret_key": bool(exporter.secret_access_key),
     }
     status = 400 if request.method == "POST" else 200
     return render(request, "platform/audit_exporter.html", context, status=status)

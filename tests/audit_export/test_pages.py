@@ -81,6 +81,10 @@ def test_the_form_refuses_what_cannot_work(staff_user: Any) -> None:
     assert refused.status_code == 400 and "relative directory" in refused.content.decode()
     refused = admin.post("/audit-export/", _form(kind="syslog", host=""))
     assert refused.status_code == 400
+    refused = admin.post("/audit-export/", _form(kind="s3", bucket="Not_A_Bucket"))
+    assert refused.status_code == 400 and "S3 bucket name" in refused.content.decode()
+    refused = admin.post("/audit-export/", _form(kind="s3", bucket="logs", access_key_id="AKID"))
+    assert refused.status_code == 400 and "or neither" in refused.content.decode()
     refused = admin.post("/audit-export/", _form(ca_pem="not a certificate"))
     assert refused.status_code == 400 and "not a PEM certificate" in refused.content.decode()
     assert not AuditExporter.objects.exists()
@@ -130,3 +134,26 @@ def test_a_dead_letter_is_found_only_under_its_exporter(staff_user: Any) -> None
     assert not AuditExportDeadLetter.objects.exists()
     discarded = AuditRecord.objects.get(kind="settings", group="audit_export")
     assert discarded.detail["before"]["dead_letter"] == 1 and discarded.tool == other.name
+
+
+def test_an_s3_secret_key_is_kept_and_never_shown(staff_user: Any) -> None:
+    admin = _client(staff_user)
+    secret = "s3-secret-access-key-123"  # noqa: S105
+    form = _form(
+        name="archive",
+        kind="s3",
+        url="",
+        bucket="audit-archive",
+        directory="cc/prod",
+        access_key_id="AKIDEXAMPLE",
+        secret_access_key=secret,
+    )
+    page = admin.post("/audit-export/", form, follow=True).content.decode()
+    exporter = AuditExporter.objects.get()
+    assert exporter.secret_access_key == secret and secret not in page
+    assert "A secret key is stored" in page
+    admin.post(f"/audit-export/{exporter.pk}/", form | {"secret_access_key": ""})
+    exporter.refresh_from_db()
+    assert exporter.secret_access_key == secret
+    change = AuditRecord.objects.filter(group="audit_export").order_by("id").first()
+    assert change is not None and change.detail["after"]["secret_access_key"] == "set"
