@@ -113,6 +113,22 @@ class ExporterForm(forms.ModelForm):
         for name in SECRETS:  # never rendered back
             self.initial.pop(name, None)
 
+    def groups(self) -> list[tuple[str, list[Any]]]:
+        """The fields by what they are for (the page shows one fieldset each)."""
+        layout: list[tuple[Any, tuple[str, ...]]] = [
+            ("", ("name", "kind", "format", "enabled", "batch_size", "interval_seconds")),
+            (_("HEC and OTLP"), ("url", "token", "headers")),
+            (_("Syslog"), ("host", "port", "transport")),
+            (
+                _("Files and S3"),
+                ("directory", "bucket", "region", "access_key_id", "secret_access_key"),
+            ),
+            (_("Connection"), ("verify_tls", "ca_pem", "allow_private")),
+        ]
+        if self.instance.pk:
+            layout[-1] = (layout[-1][0], (*layout[-1][1], "clear_secrets"))
+        return [(str(legend), [self[name] for name in names]) for legend, names in layout]
+
     def clean_batch_size(self) -> int:
         value = self.cleaned_data["batch_size"]
         if not 1 <= value <= 5000:
