@@ -144,3 +144,22 @@ def test_a_record_refused_with_400_becomes_a_dead_letter(collector: Any, fast_re
     assert not AuditExportDeadLetter.objects.exists()
     assert _seqs(collector)[-1] == seqs[2]
     assert _seqs(collector)[-4:-1] == more
+
+
+@pytest.mark.modes
+def test_beats_tick_delivers_through_a_tools_worker(collector: Any, worker: str) -> None:
+    """The task as beat sends it: queue ``tools``, taken by the mode's worker (a separate
+    ``celery worker`` process in distributed mode)."""
+    from infra.celery_app import app
+    from tests.helpers import wait_for
+
+    exporter = _hec(collector)
+    seqs = records_sealed(3)
+    app.send_task("platform_app.tasks.audit_export_tick", queue="tools")
+    wait_for(lambda: len(collector.state["events"]) >= 3, timeout=30, message="3 events")
+    assert _seqs(collector) == seqs
+    wait_for(
+        lambda: AuditExporter.objects.get(pk=exporter.pk).cursor == seqs[-1],
+        timeout=10,
+        message="the cursor saved",
+    )
