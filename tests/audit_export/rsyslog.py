@@ -6,6 +6,7 @@ writing each message it receives, raw, one a line, to a file. Certificates are m
 from __future__ import annotations
 
 import datetime
+import glob
 import ipaddress
 import os
 import signal
@@ -15,11 +16,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+
+from tests.helpers import require
 
 RSYSLOGD = "/usr/sbin/rsyslogd"
 
@@ -103,8 +105,12 @@ class Rsyslog:
     """``start()`` / ``stop()`` as often as a test likes; ``messages()`` reads the file."""
 
     def __init__(self, directory: Path, *, tls: bool = True) -> None:
-        if not os.access(RSYSLOGD, os.X_OK):
-            pytest.skip("rsyslogd is not installed")
+        require(os.access(RSYSLOGD, os.X_OK), "rsyslogd (apt-get install rsyslog)")
+        if tls:
+            require(
+                bool(glob.glob("/usr/lib/*/rsyslog/lmnsd_gtls.so")),
+                "rsyslog's GnuTLS driver (apt-get install rsyslog-gnutls)",
+            )
         self.directory = directory
         self.tls = tls
         self.port = free_port()
