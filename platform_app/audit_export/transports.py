@@ -185,7 +185,16 @@ def syslog_send(exporter: AuditExporter, rows: list[dict[str, Any]]) -> str:
 
 
 # --- HTTP (HEC, OTLP) -------------------------------------------------------------------------
-def _post(exporter: AuditExporter, url: str, body: str | bytes, headers: dict[str, str]) -> Any:
+def _post(
+    exporter: AuditExporter,
+    url: str,
+    body: str | bytes,
+    headers: dict[str, str],
+    *,
+    refuses_content: Callable[[int, str], bool] | None = None,
+) -> Any:
+    """POST through the SSRF guard; Rejected when the answer refuses the content
+    (``refuses_content``, by default a status in REJECTING_STATUSES), else Transient."""
     from tools_app.errors import PolicyDenied, ToolError
     from tools_app.executors.http.client import fetch
 
@@ -211,9 +220,31 @@ def _post(exporter: AuditExporter, url: str, body: str | bytes, headers: dict[st
         return result
     excerpt = (result.text or "").strip()[:300]
     words = f"answered HTTP {code}" + (f": {excerpt}" if excerpt else "")
-    if code in REJECTING_STATUSES:
+    refused = (
+        refuses_content(code, result.text or "") if refuses_content else code in REJECTING_STATUSES
+    )
+    if refused:
         raise Rejected(words)
     raise Transient(words)
+
+
+# HEC's answer codes that refuse the events themselves (5 no data, 6 invalid data format,
+# 12 event field required, 13 event field blank, 15 error in indexed fields). Its other 400s
+# are the token's configuration (7 incorrect index, 10/11 data channel, 14 acknowledgement
+# disabled, 16 query-string auth): every record would be refused alike, so they wait instead.
+HEC_CONTENT_CODES = {5, 6, 12, 13, 15}
+
+
+def hec_refuses_content(status: int, text: str) -> bool:
+    if status == 413:
+        return True
+    if status != 400:
+        return False
+    try:
+        code = json.loads(text).get("code")
+    except (ValueError, AttributeError):
+        return True  # a 400 without HEC's body: a compatible collector refusing the data
+    return code is None or code in HEC_CONTENT_CODES
 
 
 def hec_url(url: str) -> str:
@@ -240,7 +271,7 @@ def hec_send(exporter: AuditExporter, rows: list[dict[str, Any]]) -> str:
         json.dumps(hec_event(row, exporter.format, hostname), ensure_ascii=False) for row in rows
     )
     headers = {"Authorization": f"Splunk {exporter.token}", "Content-Type": "application/json"}
-    _post(exporter, hec_url(exporter.url), body, headers)
+    _post(exporter, hec_url(exporter.url), body, headers, refuses_content=hec_refuses_content)
     return ""
 
 

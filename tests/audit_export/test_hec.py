@@ -34,7 +34,8 @@ def collector() -> Iterator[Any]:
         with lock:
             if state["answers"]:
                 status = state["answers"].pop(0)
-                return status, [], b'{"text":"Server is busy","code":9}'
+                body = state.get("busy_body") or b'{"text":"Server is busy","code":9}'
+                return status, [("Content-Type", "application/json")], body
         events = [json.loads(line) for line in hit.body.decode().splitlines() if line]
         refused = state["refuse_tool"]
         if refused and any(e["event"]["record"]["tool"] == refused for e in events):
@@ -107,6 +108,24 @@ def test_a_wrong_token_keeps_every_record(collector: Any, fast_retries: Any) -> 
     assert exporter_run(exporter.pk) == 0
     exporter.refresh_from_db()
     assert exporter.cursor == 0 and "HTTP 401" in exporter.last_error
+    assert not AuditExportDeadLetter.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_400_about_the_tokens_configuration_keeps_every_record(
+    collector: Any, fast_retries: Any
+) -> None:
+    """Splunk's code 10, "Data channel is missing" (a token with indexer acknowledgement):
+    every record would be refused alike, so none is set aside."""
+    exporter = _hec(collector, batch_size=1)
+    records_sealed(2)
+    collector.state["answers"] = [400, 400, 400, 400]
+    collector.state["busy_body"] = b'{"text":"Data channel is missing","code":10}'
+    for _ in range(4):
+        assert exporter_run(exporter.pk, force=True) == 0
+    exporter.refresh_from_db()
+    assert exporter.cursor == 0 and exporter.failures == 4 and exporter.rejections == 0
+    assert "Data channel is missing" in exporter.last_error
     assert not AuditExportDeadLetter.objects.exists()
 
 
