@@ -60,6 +60,20 @@ AUDITED = (
 )
 
 
+# What delivery writes; an admin's save writes the settings and never these (a tick that
+# moved the cursor while the form was open must not see it moved back).
+STATE = (
+    "cursor",
+    "next_attempt_at",
+    "failures",
+    "isolate_until",
+    "rejections",
+    "last_error",
+    "last_error_at",
+    "last_delivered_at",
+)
+
+
 def retry_delay(failures: int) -> float:
     """Seconds to wait after ``failures`` failures in a row."""
     base = settings.AUDIT_EXPORT_RETRY_BASE_SECONDS
@@ -180,7 +194,7 @@ def _step(exporter_id: int, *, force: bool) -> Step:
             step.sent, step.more = len(rows), True
         if exporter.isolate_until is not None and exporter.cursor >= exporter.isolate_until:
             exporter.isolate_until = None
-        exporter.save()
+        exporter.save(update_fields=[*STATE, "updated_at"])
         return step
 
 
@@ -314,11 +328,17 @@ def exporter_save(
         exporter.created_by = actor if getattr(actor, "pk", None) else None
         # A new exporter starts at the chain's beginning: the whole log is delivered.
         exporter.cursor = 0
+        exporter.save()
     else:
         # Try at once with the new settings: a fixed address should not wait out the
         # back-off of the broken one.
         exporter.next_attempt_at, exporter.failures = None, 0
-    exporter.save()
+        settings_fields = [
+            f.name
+            for f in AuditExporter._meta.concrete_fields
+            if f.name not in (*STATE, "id", "created_by", "created_at")
+        ]
+        exporter.save(update_fields=[*settings_fields, "next_attempt_at", "failures"])
     shown_before, after = dict(before or {}), exporter_state(exporter)
     states = _secret_states(shown_before, after, secrets_changed)
     audit_settings_change(

@@ -77,3 +77,19 @@ def test_two_threads_of_one_process_never_send_the_same_batch(export_dir: Path) 
         assert mine
         assert exporter_step(exporter.pk, force=True).sent == 0  # another thread holds it
     assert exporter_step(exporter.pk, force=True).sent == 2
+
+
+@pytest.mark.django_db
+def test_an_admins_save_never_moves_the_cursor_back(export_dir: Path, staff_user: Any) -> None:
+    """The form was opened before a tick delivered: saving it keeps the tick's cursor."""
+    from platform_app.audit_export.services import exporter_save, exporter_state
+
+    exporter = exporter_new(kind=AuditExporter.Kind.FILE, directory="race")
+    opened = AuditExporter.objects.get(pk=exporter.pk)  # the form's copy
+    seqs = records_sealed(3)
+    assert exporter_step(exporter.pk).sent == 3  # a tick, meanwhile
+    before = exporter_state(opened)
+    opened.batch_size = 7
+    exporter_save(actor=staff_user, exporter=opened, before=before, secrets_changed=set())
+    exporter.refresh_from_db()
+    assert exporter.batch_size == 7 and exporter.cursor == seqs[-1]
