@@ -510,6 +510,26 @@ if AUDIT_CHAIN:
         "schedule": AUDIT_SEAL_SECONDS,
         "options": {"queue": "tools", "expires": max(AUDIT_SEAL_SECONDS, 5.0)},
     }
+# Streaming the sealed audit log to security log systems (platform_app/audit_export,
+# docs/SECURITY_TEAMS_EXPORTERS.md): beat looks for exporters that are due every
+# AUDIT_EXPORT_SECONDS and sends for at most AUDIT_EXPORT_TICK_BUDGET_SECONDS per exporter; a
+# failed send waits AUDIT_EXPORT_RETRY_BASE_SECONDS, doubling up to
+# AUDIT_EXPORT_RETRY_MAX_SECONDS; a record a receiver refuses AUDIT_EXPORT_REJECT_TRIES times
+# becomes a dead letter. File exporters write under AUDIT_EXPORT_DIR (an exporter names a
+# directory inside it, never elsewhere).
+AUDIT_EXPORT_SECONDS = envfloat("AUDIT_EXPORT_SECONDS", 5.0, positive=True)
+AUDIT_EXPORT_TICK_BUDGET_SECONDS = envfloat("AUDIT_EXPORT_TICK_BUDGET_SECONDS", 20.0, positive=True)
+AUDIT_EXPORT_RETRY_BASE_SECONDS = envfloat("AUDIT_EXPORT_RETRY_BASE_SECONDS", 1.0, positive=True)
+AUDIT_EXPORT_RETRY_MAX_SECONDS = envfloat("AUDIT_EXPORT_RETRY_MAX_SECONDS", 300.0, positive=True)
+AUDIT_EXPORT_REJECT_TRIES = envint("AUDIT_EXPORT_REJECT_TRIES", 3, minimum=1)
+AUDIT_EXPORT_TIMEOUT_SECONDS = envfloat("AUDIT_EXPORT_TIMEOUT_SECONDS", 10.0, positive=True)
+AUDIT_EXPORT_DIR = envpath("AUDIT_EXPORT_DIR", VAR_DIR / "audit-export")
+if AUDIT_CHAIN:
+    CELERY_BEAT_SCHEDULE["audit-export"] = {
+        "task": "platform_app.tasks.audit_export_tick",
+        "schedule": AUDIT_EXPORT_SECONDS,
+        "options": {"queue": "tools", "expires": max(AUDIT_EXPORT_SECONDS, 5.0)},
+    }
 if AUDIT_RETENTION_DAYS:
     CELERY_BEAT_SCHEDULE["audit-retention"] = {
         "task": "tools_app.tasks.audit_retention",

@@ -61,6 +61,12 @@ class PlatformConfig(AppConfig):
         # issue 26) is embedded in the background, by the workers.
         maintenance_step("memory backfill", _memory_backfill_kick, order=50)
 
+        # /metrics of the web process: how far behind each audit exporter is.
+        from infra.metrics import metrics_reader
+        from platform_app.audit_export import metrics as audit_export_metrics
+
+        metrics_reader("audit exporters", audit_export_metrics.read, scope="deployment")
+
 
 def _memory_backfill_kick() -> None:
     from platform_app.memory.backfill import backfill_kick

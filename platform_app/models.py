@@ -400,3 +400,96 @@ class WebhookAttempt(models.Model):
 
     def __str__(self) -> str:
         return f"attempt {self.number} of delivery {self.delivery_id}"
+
+
+class AuditExporter(models.Model):
+    """A place the sealed audit log is streamed to (platform_app/audit_export): a syslog
+    server, an HTTP event collector, an OpenTelemetry collector, a directory or an S3 bucket.
+    Records go out in chain order; ``cursor`` is the last ``seq`` delivered, moved only after
+    the receiver took it. Secrets (``token``, ``headers``, ``secret_access_key``) are
+    encrypted at rest and never shown back."""
+
+    class Kind(models.TextChoices):
+        SYSLOG = "syslog", _("syslog (RFC 5424 over TCP/TLS)")
+        HEC = "hec", _("HTTP event collector (Splunk HEC)")
+        OTLP = "otlp", _("OpenTelemetry logs (OTLP/HTTP)")
+        FILE = "file", _("JSONL files in a directory")
+        S3 = "s3", _("JSONL files in S3-compatible storage")
+
+    class Format(models.TextChoices):
+        JSON = "json", _("JSON")
+        CEF = "cef", _("CEF (ArcSight Common Event Format)")
+
+    class Transport(models.TextChoices):
+        TLS = "tls", _("TLS")
+        TCP = "tcp", _("plain TCP")
+
+    name = models.CharField(max_length=100, unique=True)
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    format = models.CharField(max_length=4, choices=Format.choices, default=Format.JSON)
+    enabled = models.BooleanField(default=True)
+    # Where: a URL (HEC, OTLP; S3's endpoint), a host and port (syslog), a directory (file;
+    # S3's key prefix), a bucket (S3).
+    url = models.CharField(max_length=500, blank=True)
+    host = models.CharField(max_length=255, blank=True)
+    port = models.PositiveIntegerField(null=True, blank=True)
+    transport = models.CharField(max_length=3, choices=Transport.choices, default=Transport.TLS)
+    verify_tls = models.BooleanField(default=True)
+    ca_pem = models.TextField(blank=True)
+    directory = models.CharField(max_length=200, blank=True)
+    allow_private = models.BooleanField(
+        default=False, help_text=_("Allow a private or loopback address (never cloud metadata).")
+    )
+    bucket = models.CharField(max_length=255, blank=True)
+    region = models.CharField(max_length=64, blank=True)
+    access_key_id = models.CharField(max_length=128, blank=True)
+    token = EncryptedTextField()
+    headers = EncryptedTextField()
+    secret_access_key = EncryptedTextField()
+    batch_size = models.PositiveIntegerField(default=100)
+    interval_seconds = models.PositiveIntegerField(default=0)
+    # Delivery state.
+    cursor = models.BigIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    failures = models.PositiveIntegerField(default=0)
+    # A batch the receiver refused: its records are sent one by one up to ``isolate_until``;
+    # ``rejections``: how often the first of them was refused so far.
+    isolate_until = models.BigIntegerField(null=True, blank=True)
+    rejections = models.PositiveIntegerField(default=0)
+    last_error = models.TextField(blank=True)
+    last_error_at = models.DateTimeField(null=True, blank=True)
+    last_delivered_at = models.DateTimeField(null=True, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class AuditExportDeadLetter(models.Model):
+    """A sealed record an exporter's receiver refused for good (after a few tries): the
+    cursor moved on without it; an admin sends it again or discards it."""
+
+    exporter = models.ForeignKey(
+        AuditExporter, on_delete=models.CASCADE, related_name="dead_letters"
+    )
+    seq = models.BigIntegerField()
+    error = models.TextField(blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    retried_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["seq", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["exporter", "seq"], name="audit_dead_letter_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"seq {self.seq} → {self.exporter_id}"

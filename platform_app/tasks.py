@@ -36,3 +36,12 @@ def memory_backfill() -> None:
     from platform_app.memory.backfill import backfill_batch
 
     backfill_batch()
+
+
+@shared_task(name="platform_app.tasks.audit_export_tick", ignore_result=True)
+def audit_export_tick() -> None:
+    """Sent by Celery beat every AUDIT_EXPORT_SECONDS: deliver the sealed audit records to
+    every exporter that is due (``platform_app.audit_export.services``)."""
+    from platform_app.audit_export.services import exporters_tick
+
+    exporters_tick()

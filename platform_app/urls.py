@@ -4,6 +4,7 @@ from django.urls import path
 
 from platform_app import views
 from platform_app.approvals import views as approvals
+from platform_app.audit_export import views as audit_export
 from platform_app.webhooks import views as webhooks
 
 app_name = "platform"
@@ -34,6 +35,18 @@ urlpatterns = [
         "webhooks/deliveries/<int:delivery_id>/again/",
         webhooks.delivery_again,
         name="webhook-again",
+    ),
+    path("audit-export/", audit_export.exporter_list, name="audit-exporters"),
+    path("audit-export/<int:exporter_id>/", audit_export.exporter_detail, name="audit-exporter"),
+    path(
+        "audit-export/<int:exporter_id>/<str:action>/",
+        audit_export.exporter_action,
+        name="audit-exporter-action",
+    ),
+    path(
+        "audit-export/<int:exporter_id>/dead-letters/<int:letter_id>/<str:action>/",
+        audit_export.dead_letter_action,
+        name="audit-dead-letter",
     ),
     path("schedules/", views.schedule_list, name="schedules"),
     path("schedules/new/", views.my_schedules, name="schedule-new"),

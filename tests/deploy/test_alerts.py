@@ -17,6 +17,7 @@ SOURCES = [
     ROOT / "infra" / "metrics.py",
     ROOT / "infra" / "observability.py",
     ROOT / "tools_app" / "apps.py",
+    ROOT / "platform_app" / "audit_export" / "metrics.py",
 ]
 
 

@@ -24,8 +24,17 @@ def exported() -> set[str]:
     from infra import metrics
 
     names = {m._name for m in vars(metrics).values() if isinstance(m, MetricWrapperBase)}
-    # Read when scraped (infra/observability.py, tools_app/apps.py) or always present.
-    return names | {"cc_process", "cc_queue_depth", "cc_approvals_pending"}
+    # Read when scraped (infra/observability.py, tools_app/apps.py,
+    # platform_app/audit_export/metrics.py) or always present.
+    return names | {
+        "cc_process",
+        "cc_queue_depth",
+        "cc_approvals_pending",
+        "cc_audit_export_lag_records",
+        "cc_audit_export_lag_seconds",
+        "cc_audit_export_dead_letters",
+        "cc_audit_export_enabled",
+    }
 
 
 def test_the_dashboard_uses_only_exported_metrics_and_shows_each():

@@ -84,6 +84,16 @@ def secrets_everywhere(staff_user: Any, user: Any) -> list[str]:
         url="https://hooks.example.com/in",
         events=["turn.finished"],
     )
+    from platform_app.models import AuditExporter
+
+    AuditExporter.objects.create(
+        name="leaky exporter",
+        kind=AuditExporter.Kind.HEC,
+        url="https://hec.example.com",
+        token=secret("hec-token"),
+        headers=f"x-api-key={secret('otlp-header')}",
+        secret_access_key=secret("s3-key"),
+    )
     return [
         secret("provider"),
         secret("search"),
@@ -95,6 +105,9 @@ def secrets_everywhere(staff_user: Any, user: Any) -> list[str]:
         secret("pkce-verifier"),
         raw_token,
         webhook_secret,
+        secret("hec-token"),
+        secret("otlp-header"),
+        secret("s3-key"),
     ]
 
 

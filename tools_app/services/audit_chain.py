@@ -277,10 +277,12 @@ def retention_run() -> Cut | None:
     return retention_cut(before=timezone.now() - timedelta(days=days))
 
 
-def chain_rows(*, after: int = 0) -> Iterator[dict[str, Any]]:
+def chain_rows(*, after: int = 0, limit: int | None = None) -> Iterator[dict[str, Any]]:
     """The sealed records in chain order, as ``infra.audit_chain.verify`` and the export read
-    them."""
+    them; ``limit``: at most that many (the exporters read a batch at a time)."""
     qs = AuditRecord.objects.filter(seq__gt=after).order_by("seq")
+    if limit is not None:
+        qs = qs[:limit]
     for record in qs.iterator(chunk_size=1000):
         yield {
             "id": record.pk,

@@ -262,7 +262,7 @@ def fetch(
     url: str,
     *,
     headers: dict[str, str] | None = None,
-    body: str | None = None,
+    body: str | bytes | None = None,
     json_body: object | None = None,
     timeout: float = 30.0,
     max_bytes: int = 1_000_000,
@@ -332,7 +332,7 @@ def _check_method(method: str) -> str:
 
 
 def _prepare_request(
-    headers: dict[str, str], body: str | None, json_body: object | None
+    headers: dict[str, str], body: str | bytes | None, json_body: object | None
 ) -> tuple[bytes | None, list[tuple[str, str]]]:
     if body is not None and json_body is not None:
         raise ToolError("give either body or json, not both")
@@ -358,6 +358,10 @@ def _prepare_request(
             raise ToolError(f"json body cannot be serialised: {exc}") from exc
         if "content-type" not in present:
             out.append(("Content-Type", "application/json"))
+    elif isinstance(body, bytes):  # a binary body (OTLP's protobuf) names its own type
+        content = body
+        if "content-type" not in present:
+            out.append(("Content-Type", "application/octet-stream"))
     elif body is not None:
         content = body.encode("utf-8")
         if "content-type" not in present:
