@@ -57,6 +57,7 @@ class ToolsAppConfig(AppConfig):
         maintenance_step("browser", browser_maintenance, order=40)
         # /metrics of the web process: calls waiting for a person's decision.
         metrics_reader("approvals pending", _approvals_pending, scope="deployment")
+        metrics_reader("audit chain", _audit_chain, scope="deployment")
 
 
 def _person_saved(sender: Any, instance: Any, **kwargs: Any) -> None:
@@ -94,6 +95,37 @@ def _approvals_pending() -> list[Any]:
 
     waiting = ToolCall.objects.filter(status=ToolCall.Status.AWAITING_APPROVAL).count()
     return [gauge("cc_approvals_pending", "Tool calls waiting for an approval", waiting)]
+
+
+def _audit_chain() -> list[Any]:
+    from django.utils import timezone
+
+    from infra.metrics import gauge
+    from tools_app.models import AuditChainHead, AuditCheckpoint, AuditRecord
+
+    head = AuditChainHead.objects.filter(pk=1).values_list("seq", flat=True).first() or 0
+    oldest = (
+        AuditRecord.objects.filter(seq__isnull=True)
+        .order_by("id")
+        .values_list("created_at", flat=True)
+        .first()
+    )
+    signed = AuditCheckpoint.objects.order_by("-seq", "-id").values_list("signed_at", flat=True)
+    last = signed.first()
+    return [
+        gauge("cc_audit_chain_head", "The audit chain's last sealed record (seq)", head),
+        gauge(
+            "cc_audit_unsealed_age_seconds",
+            "Age of the oldest audit record not in the chain yet (a call still running or "
+            "waiting counts; 0: none)",
+            (timezone.now() - oldest).total_seconds() if oldest else 0,
+        ),
+        gauge(
+            "cc_audit_checkpoint_age_seconds",
+            "Seconds since the audit chain's last signed checkpoint (0: none yet)",
+            (timezone.now() - last).total_seconds() if last else 0,
+        ),
+    ]
 
 
 def _approvers_changed(sender: Any, action: str, **kwargs: Any) -> None:

@@ -39,3 +39,17 @@ def test_members_reach_neither_the_export_nor_the_key(user):
         response = client.get(reverse(name))
         assert response.status_code in (302, 403), name
         assert b"BEGIN PUBLIC KEY" not in response.content
+
+
+def test_metrics_show_the_chain_head_and_what_waits(db, client):
+    from tools_app.models import AuditRecord
+
+    for i in range(2):
+        audit_settings_change(user=None, group=f"g{i}", before={}, after={"n": i})
+    audit_chain.seal()
+    AuditRecord.objects.create(kind="call", tool="shell_exec", status="awaiting_approval")
+    text = client.get("/metrics").content.decode()
+    assert "cc_audit_chain_head 2.0" in text
+    age = float(text.split("cc_audit_unsealed_age_seconds ")[1].split()[0])
+    assert 0 <= age < 60
+    assert "cc_audit_checkpoint_age_seconds " in text
