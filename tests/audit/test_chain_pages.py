@@ -50,6 +50,10 @@ def test_metrics_show_the_chain_head_and_what_waits(db, client):
     AuditRecord.objects.create(kind="call", tool="shell_exec", status="awaiting_approval")
     text = client.get("/metrics").content.decode()
     assert "cc_audit_chain_head 2.0" in text
-    age = float(text.split("cc_audit_unsealed_age_seconds ")[1].split()[0])
+    (age,) = [
+        float(line.split()[1])
+        for line in text.splitlines()
+        if line.startswith("cc_audit_unsealed_age_seconds ")
+    ]
     assert 0 <= age < 60
     assert "cc_audit_checkpoint_age_seconds " in text
