@@ -1,14 +1,57 @@
-"""A history of calls made through the real binding (their audit records are what a replay
+"""A small organisation — alice and eve in "support" (granted the HTTP tool, which the
+"leads" approve), bob in no group, lee in "leads"; Everyone may read the clock and files —
+a history of calls made through the real binding (their audit records are what a replay
 reads), and the candidate the tests replay it under."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from tools_app.models import ToolCall
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+
+from tools_app.models import ToolCall, ToolFunctionConfig, ToolGrant
 from tools_app.runtime import BindContext
 from tools_app.services.binding import CallRequest, toolcall_bind
 from tools_app.services.execution import toolcall_finish
+from tools_app.services.grants import everyone_group
+from tools_app.services.policy import shadow_forget
+
+LIVE_YAML = """\
+groups:
+  - name: Everyone
+    tools: [current_time, file_read]
+  - name: support
+    members: [alice, eve]
+    tools: [http_request]
+  - name: leads
+    members: [lee]
+    tools: []
+approvals:
+  - tool: http_request
+    mode: approver
+    approvers: [leads]
+"""
+
+
+def org_make() -> dict[str, Any]:
+    """The people and the live policy above (a test marked ``grants``)."""
+    from platform_app.people.access import access_import
+
+    ToolGrant.objects.all().delete()
+    ToolFunctionConfig.objects.all().delete()
+    everyone_group()
+    users = get_user_model().objects
+    people: dict[str, Any] = {
+        name: users.create_user(name, password=f"{name}-password-1")
+        for name in ("alice", "bob", "eve", "lee")
+    }
+    access_import(LIVE_YAML)
+    shadow_forget()
+    people["support"] = Group.objects.get(name="support")
+    people["leads"] = Group.objects.get(name="leads")
+    return people
+
 
 HTTP = {"url": "https://1.1.1.1/"}
 

@@ -130,6 +130,15 @@ def approver_names(approval: Approval | None) -> list[str]:
     return sorted(Group.objects.filter(pk__in=approval.group_ids).values_list("name", flat=True))
 
 
+def approval_words(approval: Approval | None) -> str:
+    """Who would have to approve, in words ("" when nobody)."""
+    if approval is None or approval.mode == "none":
+        return ""
+    if approval.mode == "requester":
+        return "the person confirms it"
+    return "approved by " + (", ".join(approver_names(approval)) or "an administrator")
+
+
 # --- the shadow, per process under the configuration token -----------------------------------
 _lock = threading.Lock()
 _token: str | None = None
@@ -301,7 +310,7 @@ def policy_replay(candidate: AccessView, *, since: datetime, listed: int = 500) 
                 continue
             row = ReplayedCall(
                 pk, call_id, at.isoformat(), person, tool, tool_group, then, live.verdict,
-                new.verdict, new.reason,
+                new.verdict, new.reason or approval_words(new.approval),
             )  # fmt: skip
             transitions[row.transition] += 1
             if user_id not in groups_of:
