@@ -21,6 +21,12 @@ cases:
   - {user: eve, call: http_request, arguments: {url: "https://1.1.1.1/"}, expect: approval,
      approvers: [leads]}
   - {user: bob, call: file_read, arguments: {path: a.txt}, expect: allowed}
+  - name: lee cannot leave the workspace
+    user: lee
+    call: file_read
+    arguments: {path: ../../etc/passwd}
+    expect: denied
+    reason: "policy:"
 """
 
 CANDIDATE = """\
@@ -62,9 +68,9 @@ def test_it_passes_on_cases_that_match_the_live_policy(org, tmp_path):
     path.write_text(CASES)
     out, error = run(path)
     assert error is None, out
-    assert out.count("\nok ") + out.startswith("ok ") == 3, out
+    assert out.count("\nok ") + out.startswith("ok ") == 4, out
     assert "ok    #1 alice shell_exec: denied (shell_exec is not granted to you" in out
-    assert "3 passed, 0 failed" in out
+    assert "4 passed, 0 failed" in out
 
 
 def test_it_exits_non_zero_naming_the_case_that_does_not_match(org, tmp_path):
@@ -74,7 +80,7 @@ def test_it_exits_non_zero_naming_the_case_that_does_not_match(org, tmp_path):
     assert error is not None and error.returncode == 1
     assert "#3 bob file_read" in str(error)
     assert "FAIL  #3 bob file_read: expected denied, got allowed" in out
-    assert "2 passed, 1 failed" in out
+    assert "3 passed, 1 failed" in out
 
 
 def test_a_wrong_approver_or_reason_is_a_mismatch(org, tmp_path):
