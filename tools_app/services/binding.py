@@ -449,6 +449,31 @@ def toolcall_check(
     the process back), then ``toolcall_store`` inside. ``access``: whose grants and approval
     rules decide (``toolcall_decide``); ``shadow``: also decide under the shadow policy, if
     one runs (binding)."""
+    # One configuration for every read of the check (the lookup, the shadow, the approval).
+    with selectors.config_pinned():
+        return _check(
+            request=request,
+            ctx=ctx,
+            turn_id=turn_id,
+            message_id=message_id,
+            allowed_tools=allowed_tools,
+            unavailable=unavailable,
+            access=access,
+            shadow=shadow,
+        )
+
+
+def _check(
+    *,
+    request: CallRequest,
+    ctx: BindContext,
+    turn_id: int | None,
+    message_id: int | None,
+    allowed_tools: Iterable[str] | None,
+    unavailable: Mapping[str, str] | None,
+    access: AccessView,
+    shadow: bool,
+) -> CheckedCall:
     raw_text = (
         request.arguments
         if isinstance(request.arguments, str)
