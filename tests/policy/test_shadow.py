@@ -120,3 +120,53 @@ def test_the_command_starts_reports_and_stops_a_shadow(org, tmp_path):
     out = io.StringIO()
     call_command("policy", "shadow", "--stop", stdout=out)
     assert "stopped candidate.yaml" in out.getvalue()
+
+
+def test_a_shadow_that_breaks_changes_nothing(org, monkeypatch):
+    from tools_app.services.policy import CandidateAccess
+
+    without = outcomes(seed(org))
+    shadow_start(text=CANDIDATE, name="broken", actor=None)
+
+    def broken(self, user_id, snapshot):
+        raise RuntimeError("a bug in the candidate view")
+
+    monkeypatch.setattr(CandidateAccess, "granted", broken)
+    calls = seed(org)
+    assert outcomes(calls) == without
+    assert all(c.shadow is None for c in calls)
+
+
+def test_binding_reads_nothing_per_call_for_the_shadow(org):
+    """Warm, a bind with a shadow running makes exactly the queries of one without."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from tests.policy.history import bind
+
+    def queries() -> int:
+        bind(org, "alice", "current_time", {})  # warm the caches (a token move rebuilds them)
+        with CaptureQueriesContext(connection) as captured:
+            bind(org, "alice", "current_time", {})
+        return len(captured)
+
+    without = queries()
+    shadow_start(text=CANDIDATE, name="c", actor=None)
+    assert queries() == without
+
+
+def test_the_audit_log_shows_the_shadows_verdict(org):
+    from django.test import Client
+
+    from tests.policy.history import bind
+
+    shadow_start(text=CANDIDATE, name="no eve", actor=None)
+    call = bind(org, "eve", "http_request", {"url": "https://1.1.1.1/"})
+    record = AuditRecord.objects.get(kind="call", tool_call=call)
+    org["lee"].is_staff = True
+    org["lee"].save()
+    client = Client()
+    client.force_login(org["lee"])
+    html = client.get(f"/tools/audit/{record.pk}/").content.decode()
+    assert 'id="shadow-verdict"' in html and "not enforced" in html
+    assert "http_request is not granted to you" in html
