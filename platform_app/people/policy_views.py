@@ -96,7 +96,7 @@ def _page(
         "text": text,
         "days": days,
         "replay": replay,
-        "changed": replay.changed[:LISTED] if replay else [],
+        "changed": replay.changed if replay else [],
         "transitions": _rows(replay.transitions) if replay else [],
         "groupings": _groupings(replay) if replay else [],
         "words": _verdict_words(),

@@ -122,3 +122,10 @@ def test_the_candidate_decides_as_the_same_file_imported(org):
     before = decided(candidate)
     access_import(CANDIDATE)
     assert decided(None) == before
+
+
+def test_a_long_replay_lists_the_first_calls_and_counts_them_all(org):
+    seed(org)
+    replay = replay_text(CANDIDATE, since=timezone.now() - timedelta(days=7), listed=3)
+    assert len(replay.changed) == 3
+    assert replay.changed_count == 8 and replay.as_json()["changed"] == 8

@@ -217,11 +217,16 @@ class Replay:
     by_function: dict[str, dict[str, int]] = field(default_factory=dict)
     changed: list[ReplayedCall] = field(default_factory=list)
 
+    @property
+    def changed_count(self) -> int:
+        """Every call that would change (``changed`` lists at most the first few hundred)."""
+        return sum(self.transitions.values())
+
     def as_json(self) -> dict[str, Any]:
         return {
             "since": self.since.isoformat(),
             "calls": self.total,
-            "changed": len(self.changed),
+            "changed": self.changed_count,
             "transitions": self.transitions,
             "by_person": self.by_person,
             "by_group": self.by_group,
@@ -265,7 +270,8 @@ def recorded_checks(*, status: str, verdict: str, reason: str, error: str) -> tu
 
 def policy_replay(candidate: AccessView, *, since: datetime, listed: int = 500) -> Replay:
     """Every call recorded since ``since``, decided now under the live policy and under
-    ``candidate``: how many would change, and how (at most ``listed`` calls listed)."""
+    ``candidate``: how many would change, and how (at most ``listed`` calls listed; the
+    command's ``--json`` lists them all)."""
     replay = Replay(since=since)
     records = (
         AuditRecord.objects.filter(kind=AuditRecord.Kind.CALL, created_at__gte=since)

@@ -71,13 +71,13 @@ class Command(BaseCommand):
             )
 
     def _replay(self, *, path: str, since: str, json: bool, **options: Any) -> None:
-        replay = replay_text(_read(path), since=since_parse(since))
+        replay = replay_text(_read(path), since=since_parse(since), listed=10**9)
         if json:
             self.stdout.write(_json(replay.as_json()))
             return
         self.stdout.write(
             f"{replay.total} call(s) since {replay.since:%Y-%m-%d %H:%M}; "
-            f"{sum(replay.transitions.values())} would change"
+            f"{replay.changed_count} would change"
         )
         for transition, count in replay.transitions.items():
             self.stdout.write(f"  {transition}: {count}")
