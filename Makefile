@@ -95,7 +95,8 @@ bench-sustained: $(BIN)/.installed images sandbox-image
 SCREENSHOT_TESTS := tests/e2e/gallery.py tests/e2e/test_conversations.py tests/e2e/test_messages.py \
 	tests/e2e/test_uploads.py tests/e2e/test_approvals.py tests/e2e/test_admin_pages.py \
 	tests/e2e/test_self_service.py tests/e2e/test_people.py tests/e2e/test_language.py \
-	tests/e2e/test_usage.py tests/e2e/test_api_pages.py tests/tools_manager/test_review_e2e.py
+	tests/e2e/test_usage.py tests/e2e/test_api_pages.py tests/tools_manager/test_review_e2e.py \
+	tests/e2e/test_policy_page.py
 screenshots: $(BIN)/.installed
 	env -u REDIS_URL -u DATABASE_URL CC_VAR_DIR=var/screenshots CC_SCREENSHOTS=docs/screenshots \
 		$(BIN)/python -m pytest $(SCREENSHOT_TESTS) -q -p no:warnings

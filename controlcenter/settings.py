@@ -511,7 +511,7 @@ if AUDIT_CHAIN:
         "options": {"queue": "tools", "expires": max(AUDIT_SEAL_SECONDS, 5.0)},
     }
 # Streaming the sealed audit log to security log systems (platform_app/audit_export,
-# docs/SECURITY_TEAMS_EXPORTERS.md): beat looks for exporters that are due every
+# docs/SECURITY_TEAMS.md): beat looks for exporters that are due every
 # AUDIT_EXPORT_SECONDS and sends for at most AUDIT_EXPORT_TICK_BUDGET_SECONDS per exporter; a
 # failed send waits AUDIT_EXPORT_RETRY_BASE_SECONDS, doubling up to
 # AUDIT_EXPORT_RETRY_MAX_SECONDS; a record a receiver refuses AUDIT_EXPORT_REJECT_TRIES times

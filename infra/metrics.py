@@ -75,6 +75,12 @@ TOOL_CALLS = Counter(
 TOOL_CALL_SECONDS = Histogram(
     "cc_tool_call_seconds", "How long tool calls ran", ["tool", "status"], buckets=_TOOL_BUCKETS
 )
+POLICY_SHADOW = Counter(
+    "cc_policy_shadow_verdicts",
+    "Tool calls decided by the live policy and by the shadow policy beside it (never "
+    "enforced), by both verdicts: allowed, approval, denied or failed",
+    ["live", "shadow"],
+)
 QUOTA_REFUSALS = Counter(
     "cc_quota_refusals", "Model rounds and tool calls refused by a quota", ["what", "metric"]
 )
@@ -127,6 +133,10 @@ def tool_call_ended(*, tool: str, status: str, source: str, seconds: float | Non
     TOOL_CALLS.labels(tool, status, source).inc()
     if seconds is not None:
         TOOL_CALL_SECONDS.labels(tool, status).observe(seconds)
+
+
+def policy_shadow(*, live: str, shadow: str) -> None:
+    POLICY_SHADOW.labels(live, shadow).inc()
 
 
 # --- values read when scraped --------------------------------------------------------------

@@ -21,10 +21,17 @@ class ToolsAppConfig(AppConfig):
         from infra.metrics import metrics_reader
         from tools_app import checks, executors
         from tools_app.executors.browser import browser_maintenance
-        from tools_app.models import ToolFunctionConfig, ToolGroupConfig, ToolSource, config_track
+        from tools_app.models import (
+            ShadowPolicy,
+            ToolFunctionConfig,
+            ToolGroupConfig,
+            ToolSource,
+            config_track,
+        )
         from tools_app.services.audit import audit_conversation_read
-        from tools_app.services.binding import standing_check_set
+        from tools_app.services.binding import shadow_source_set, standing_check_set
         from tools_app.services.grants import grants_track
+        from tools_app.services.policy import shadow_access
         from tools_app.services.standing import standing_at_binding
 
         executors.load_all()
@@ -36,6 +43,9 @@ class ToolsAppConfig(AppConfig):
         # Processes cache tool configuration keyed by ToolConfigVersion (tools_app.selectors),
         # the imported tools of MCP servers and OpenAPI documents included (tools_app.imported).
         config_track(ToolGroupConfig, ToolFunctionConfig, ToolSource)
+        # The shadow policy too: decided beside the live one at every bind, from memory.
+        config_track(ShadowPolicy)
+        shadow_source_set(shadow_access)
         # So is every person's set of granted tools (grants, groups, memberships, staff).
         grants_track()
         # Approver groups too: set or added (m2m_changed), or gone with their group.

@@ -260,6 +260,9 @@ class ToolCall(models.Model):
     policy_reason = models.TextField(blank=True)
     # What the guards found and did (tools_app.guards): stage, guard, kind, where, action.
     guards = models.JSONField(default=list, blank=True)
+    # The shadow policy's verdict on this call, never enforced (tools_app.services.policy):
+    # {"verdict", "reason", "policy", "name", "live"}; copied to the call's audit record.
+    shadow = models.JSONField(null=True, blank=True)
     result = models.JSONField(null=True, blank=True)
     output = models.TextField(blank=True)
     error = models.TextField(blank=True)
@@ -421,6 +424,39 @@ class StandingApproval(models.Model):
 
     def __str__(self) -> str:
         return f"standing approval #{self.pk} of {self.granted_by_name}"
+
+
+class ShadowPolicy(models.Model):
+    """A candidate access policy evaluated beside the live one on every call and never
+    enforced (tools_app.services.policy). ``rules``: the candidate's groups and approval
+    rules as the access YAML gives them, checked when it was loaded. One runs at a time: the
+    row without ``stopped_at``. A save moves the configuration token (``config_track``), so
+    every process sees a start or a stop at its next call."""
+
+    name = models.CharField(max_length=200)
+    digest = models.CharField(max_length=64)  # sha256 of ``text``
+    text = models.TextField()
+    rules = models.JSONField(default=dict)
+    started_by = models.ForeignKey(
+        django_settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    started_at = models.DateTimeField(auto_now_add=True)
+    stopped_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-started_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"shadow policy {self.name} ({self.digest[:12]})"
+
+    @property
+    def label(self) -> str:
+        """How the audit records and the metrics name it: the start of its digest."""
+        return self.digest[:16]
 
 
 class AuditRecordQuerySet(models.QuerySet["AuditRecord"]):

@@ -11,11 +11,17 @@ modes as YAML (``manage.py access export`` / ``manage.py access import FILE``)::
       - tool: http_request
         mode: approver                           # none | requester | approver
         approvers: [leads]                       # group names (approver mode)
+        shadow: true                             # not applied: run as the shadow policy
 
 An import creates the groups it names and sets what each entry gives (a key left out leaves
 that part alone; ``members`` of "Everyone" cannot be given: every user is in it). Groups and
 functions the file does not name are left as they are. Every name is checked first: an
 unknown one is an error that names its line, and nothing is imported (one transaction).
+
+An entry marked ``shadow: true`` is a rule to try, not to apply: an import leaves it out,
+and "Run as shadow" (``platform_app.people.policy``) runs exactly those entries beside the
+live policy (or the whole file, when none is marked). ``access_plan`` checks a file without
+writing; ``access_rules`` gives a checked file to ``tools_app.services.policy``.
 """
 
 from __future__ import annotations
@@ -38,8 +44,8 @@ from tools_app.services.grants import grants_set, group_grants
 
 GROUP_PREFIX = "group:"
 MODES = ("none", "requester", "approver")
-_GROUP_KEYS = {"name", "members", "tools", "agents", "sources"}
-_APPROVAL_KEYS = {"tool", "mode", "approvers"}
+_GROUP_KEYS = {"name", "members", "tools", "agents", "sources", "shadow"}
+_APPROVAL_KEYS = {"tool", "mode", "approvers", "shadow"}
 
 
 class AccessImportError(ValueError):
@@ -139,6 +145,7 @@ class _GroupPlan:
     functions: list[str] | None = None
     agents: list[Agent] | None = None
     sources: list[str] | None = None
+    shadow: bool = False
 
 
 @dataclass
@@ -146,12 +153,33 @@ class _ApprovalPlan:
     tool: str
     mode: str
     approvers: list[str] = field(default_factory=list)
+    shadow: bool = False
 
 
 @dataclass
 class ImportSummary:
     groups: list[str]
     approvals: list[str]
+    shadow: list[str] = field(default_factory=list)  # entries marked shadow: not applied
+
+
+@dataclass
+class AccessPlan:
+    """A checked file: what it would set."""
+
+    groups: list[_GroupPlan]
+    approvals: list[_ApprovalPlan]
+
+    @property
+    def has_shadow_rules(self) -> bool:
+        return any(p.shadow for p in self.groups) or any(a.shadow for a in self.approvals)
+
+
+def _shadow_flag(entry: _Map) -> bool:
+    value = entry.get("shadow", False)
+    if not isinstance(value, bool):
+        raise _fail(entry.line, f"'shadow' must be true or false, not {value!r}")
+    return value
 
 
 def _tool_group_name(text: str) -> str | None:
@@ -171,7 +199,7 @@ def _plan_group(entry: Any, index: int) -> _GroupPlan:
     unknown = sorted(set(entry) - _GROUP_KEYS)
     if unknown:
         raise _fail(entry.line, f"group {name!r}: unknown key {unknown[0]!r}")
-    plan = _GroupPlan(name=name.strip())
+    plan = _GroupPlan(name=name.strip(), shadow=_shadow_flag(entry))
     if "members" in entry:
         if plan.name == EVERYONE:
             raise _fail(entry.line, f"{EVERYONE} has every user as a member; leave out members")
@@ -232,11 +260,17 @@ def _plan_approval(entry: Any, index: int, group_names: set[str]) -> _ApprovalPl
         raise _fail(entry.line, f"{tool}: approver mode needs at least one approver group")
     if mode != "approver" and approvers:
         raise _fail(entry.line, f"{tool}: approvers are for mode 'approver' only")
-    return _ApprovalPlan(tool=tool, mode=str(mode), approvers=[n for _, n in approvers])
+    return _ApprovalPlan(
+        tool=tool,
+        mode=str(mode),
+        approvers=[n for _, n in approvers],
+        shadow=_shadow_flag(entry),
+    )
 
 
-def access_import(text: str, *, actor: Any = None) -> ImportSummary:
-    """Check the whole file, then apply it in one transaction (all or nothing)."""
+def access_plan(text: str) -> AccessPlan:
+    """Check the whole file (every name, every line) and say what it would set; writes
+    nothing. AccessImportError names the line of the first problem."""
     try:
         data = yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
@@ -251,17 +285,57 @@ def access_import(text: str, *, actor: Any = None) -> ImportSummary:
     entries, approvals = data.get("groups") or [], data.get("approvals") or []
     if not isinstance(entries, list) or not isinstance(approvals, list):
         raise _fail(_line(data), "'groups' and 'approvals' must be lists")
+    plans = [_plan_group(entry, i) for i, entry in enumerate(entries)]
+    seen: set[str] = set()
+    for entry, plan in zip(entries, plans, strict=True):
+        if plan.name.casefold() in seen:
+            raise _fail(entry.line, f"group {plan.name!r} appears twice")
+        seen.add(plan.name.casefold())
+    group_names = set(Group.objects.values_list("name", flat=True)) | {p.name for p in plans}
+    approval_plans = [_plan_approval(e, i, group_names) for i, e in enumerate(approvals)]
+    return AccessPlan(plans, approval_plans)
+
+
+def access_rules(plan: AccessPlan, *, shadow_only: bool = False) -> dict[str, Any]:
+    """The plan's groups and approval rules as ``tools_app.services.policy`` reads them
+    (``shadow_only``: the entries marked ``shadow: true`` alone)."""
+    groups = [
+        {
+            "name": p.name,
+            "members": None if p.members is None else sorted(u.username for u in p.members),
+            "groups": p.tool_groups,
+            "functions": p.functions,
+            "sources": p.sources,
+        }
+        for p in plan.groups
+        if p.shadow or not shadow_only
+    ]
+    approvals = [
+        {"tool": a.tool, "mode": a.mode, "approvers": sorted(a.approvers)}
+        for a in plan.approvals
+        if a.shadow or not shadow_only
+    ]
+    return {"groups": groups, "approvals": approvals}
+
+
+def access_import(text: str, *, actor: Any = None) -> ImportSummary:
+    """Check the whole file, then apply it in one transaction (all or nothing). Entries
+    marked ``shadow: true`` are left out (they are for the shadow policy)."""
     with transaction.atomic():
-        plans = [_plan_group(entry, i) for i, entry in enumerate(entries)]
-        seen: set[str] = set()
-        for entry, plan in zip(entries, plans, strict=True):
-            if plan.name.casefold() in seen:
-                raise _fail(entry.line, f"group {plan.name!r} appears twice")
-            seen.add(plan.name.casefold())
-        group_names = set(Group.objects.values_list("name", flat=True)) | {p.name for p in plans}
-        approval_plans = [_plan_approval(e, i, group_names) for i, e in enumerate(approvals)]
-        for plan in plans:
-            _apply_group(plan, actor)
+        plan = access_plan(text)
+        plans = [p for p in plan.groups if not p.shadow]
+        approval_plans = [a for a in plan.approvals if not a.shadow]
+        shadow = [p.name for p in plan.groups if p.shadow]
+        shadow += [a.tool for a in plan.approvals if a.shadow]
+        live_groups = set(Group.objects.values_list("name", flat=True)) | {p.name for p in plans}
+        for approval in approval_plans:
+            for name in approval.approvers:
+                if name not in live_groups:
+                    raise AccessImportError(
+                        f"{approval.tool}: the group {name!r} is in a shadow entry only"
+                    )
+        for plan_group in plans:
+            _apply_group(plan_group, actor)
         for approval in approval_plans:
             _apply_approval(approval)
         if approval_plans:
@@ -276,7 +350,7 @@ def access_import(text: str, *, actor: Any = None) -> ImportSummary:
                     "approvals": [a.tool for a in approval_plans],
                 },
             )
-    return ImportSummary([p.name for p in plans], [a.tool for a in approval_plans])
+    return ImportSummary([p.name for p in plans], [a.tool for a in approval_plans], shadow)
 
 
 def _apply_group(plan: _GroupPlan, actor: Any) -> None:

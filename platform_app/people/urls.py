@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from platform_app.people import views
+from platform_app.people import policy_views, views
 
 app_name = "people"
 
@@ -25,4 +25,8 @@ urlpatterns = [
     ),
     path("groups/<int:group_id>/auditor/", views.group_auditor, name="group_auditor"),
     path("groups/<int:group_id>/grants/", views.group_grants, name="group_grants"),
+    path("policy/", policy_views.policy_page, name="policy"),
+    path("policy/apply/", policy_views.policy_apply, name="policy_apply"),
+    path("policy/shadow/", policy_views.policy_shadow, name="policy_shadow"),
+    path("policy/shadow/stop/", policy_views.policy_shadow_stop, name="policy_shadow_stop"),
 ]

@@ -67,8 +67,12 @@ def _call_fields(call: ToolCall, changes: dict[str, Any] | None = None) -> dict[
         "duration_ms": get("duration_ms"),
         "worker": call.worker,
         "sandbox_id": get("sandbox_id"),
-        # What the guards found (kind and place, never the value) and what they did.
-        "detail": {"guards": get("guards")} if get("guards") else {},
+        # What the guards found (kind and place, never the value) and what they did; the
+        # shadow policy's verdict (services/policy.py), set when the call was bound.
+        "detail": {
+            **({"guards": get("guards")} if get("guards") else {}),
+            **({"shadow": call.shadow} if call.shadow else {}),
+        },
     }
 
 

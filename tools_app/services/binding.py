@@ -7,6 +7,12 @@ schema → policy allows them → the person's own connection (a per-person sour
 approval.
 A call that fails a step is stored already finished, with ``{"success": false, "error": ...}``
 as its result, so the model reads exactly what the card shows.
+
+The decision itself is a value (``Decision``: verdict, reason, who approves), and the two
+steps that depend on the access policy — grants and approval modes — ask an ``AccessView``
+(``services.decision``): the live one when binding, a candidate when ``manage.py policy``
+tests or replays one, and the shadow policy beside the live one on every call, whose verdict
+is recorded and counted, never enforced (``toolcall_decide``, ``access_decide``).
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 from django.db import transaction
 from django.db.models import Count, Q
@@ -38,10 +44,20 @@ from tools_app.runtime import BindContext, scope_narrow
 from tools_app.services.approval_notify import approval_waiting
 from tools_app.services.audit import audit_call
 from tools_app.services.call_statements import row_insert
+from tools_app.services.decision import (
+    ALLOWED,
+    APPROVAL,
+    DENIED,
+    FAILED,
+    LIVE,
+    AccessView,
+    Approval,
+    Checks,
+    Decision,
+)
 from tools_app.services.grants import (
     NOT_GRANTED,
     NothingGranted,
-    granted_tools,
     inactive_reason,
     not_granted_reason,
 )
@@ -155,9 +171,10 @@ def _lookup(
     unavailable: Mapping[str, str] | None = None,
     *,
     user_id: int | None,
+    access: AccessView = LIVE,
 ) -> tuple[type[BaseTool], selectors.ToolState]:
     config = selectors.config_snapshot()  # imported tools as its token has them
-    granted = granted_tools(user_id, config)  # from memory while the token stands
+    granted = access.granted(user_id, config)  # from memory while the token stands
     tool = get_tool(request.tool)
     if tool is None:
         held = held_reason(request.tool)  # an imported function waiting for a review
@@ -296,15 +313,34 @@ def standing_check_set(check: StandingCheck | None) -> None:
     _standing = check
 
 
+# The shadow policy (services/policy.py, set at ready()): the candidate evaluated beside the
+# live one on every call, from memory while the configuration token stands; None: no shadow.
+ShadowSource = Callable[[selectors.ConfigSnapshot], "ShadowAccess | None"]
+_shadow_source: ShadowSource | None = None
+
+
+class ShadowAccess(AccessView, Protocol):
+    label: str  # how the audit records and the metrics name it (its digest)
+
+
+def shadow_source_set(source: ShadowSource | None) -> None:
+    global _shadow_source
+    _shadow_source = source
+
+
 @dataclass
 class CheckedCall:
     """A call checked as far as it can be without writing (``toolcall_check``): the unsaved
-    ToolCall, already refused or allowed so far; what its limits need, if allowed."""
+    ToolCall, already refused or allowed so far; what its limits need, if allowed; the
+    decision so far, and the shadow policy's, if one runs."""
 
     call: ToolCall
     tool: type[BaseTool] | None = None
     settings: GroupSettings | None = None
     function_limit: int | None = None
+    decision: Decision | None = None
+    shadow: Decision | None = None
+    shadow_policy: ShadowAccess | None = None
 
 
 def toolcall_bind(
@@ -334,6 +370,68 @@ def toolcall_bind(
         return toolcall_store(checked, limits=limits, unavailable=unavailable)
 
 
+def toolcall_decide(
+    *,
+    request: CallRequest,
+    ctx: BindContext,
+    access: AccessView = LIVE,
+    allowed_tools: Iterable[str] | None = None,
+) -> Decision:
+    """What binding decides for ``request`` under ``access`` (the live policy, or a
+    candidate), writing nothing: the checks of ``toolcall_check``, then the approval."""
+    with selectors.config_pinned():
+        checked = toolcall_check(
+            request=request, ctx=ctx, allowed_tools=allowed_tools, access=access, shadow=False
+        )
+    assert checked.decision is not None
+    return checked.decision
+
+
+def _refused_decision(refused: _Refused) -> Decision:
+    verdict = DENIED if refused.status == ToolCall.Status.DENIED else FAILED
+    return Decision(verdict, refused.error, refused.verdict)
+
+
+def _approval_decision(approval: Approval, escalated: str) -> Decision:
+    """A call every check let through: it runs, or waits for whom its approval rule names
+    (the requester, when only a guard asks)."""
+    if approval.mode != "none":
+        return Decision(APPROVAL, "", ALLOWED, approval)
+    if escalated:
+        return Decision(APPROVAL, escalated, ALLOWED, Approval("requester"))
+    return Decision(ALLOWED, "", ALLOWED)
+
+
+def access_decide(
+    access: AccessView,
+    *,
+    tool: str,
+    user_id: int | None,
+    scope: Iterable[str] | None,
+    checks: Checks,
+    unavailable: Mapping[str, str] | None = None,
+) -> Decision:
+    """The decision under ``access`` for a call of ``tool`` whose other steps (arguments,
+    allow-lists, guards, limits: they do not depend on who may use what) came out as
+    ``checks`` — a recorded call's, or the live bind's. The same steps as ``toolcall_check``
+    in the same order: the tool, the grants and the scope first, then those, then approval."""
+    allowed = set(scope) if scope is not None else None
+    try:
+        found, _state = _lookup(
+            CallRequest(tool=tool, arguments=None),
+            allowed,
+            unavailable,
+            user_id=user_id,
+            access=access,
+        )
+    except _Refused as refused:
+        return _refused_decision(refused)
+    if checks.refusal is not None:
+        return checks.refusal
+    config = selectors.config_snapshot()
+    return _approval_decision(access.approval(found.tool_name, config), checks.escalated)
+
+
 def toolcall_check(
     *,
     request: CallRequest,
@@ -342,11 +440,40 @@ def toolcall_check(
     message_id: int | None = None,
     allowed_tools: Iterable[str] | None = None,
     unavailable: Mapping[str, str] | None = None,
+    access: AccessView = LIVE,
+    shadow: bool = True,
 ) -> CheckedCall:
     """The steps of binding that read nothing but the configuration and write nothing: the
     tool, its arguments, their schema and policy. A caller that binds inside a transaction
     runs these first, outside it (on SQLite a write transaction holds every other writer of
-    the process back), then ``toolcall_store`` inside."""
+    the process back), then ``toolcall_store`` inside. ``access``: whose grants and approval
+    rules decide (``toolcall_decide``); ``shadow``: also decide under the shadow policy, if
+    one runs (binding)."""
+    # One configuration for every read of the check (the lookup, the shadow, the approval).
+    with selectors.config_pinned():
+        return _check(
+            request=request,
+            ctx=ctx,
+            turn_id=turn_id,
+            message_id=message_id,
+            allowed_tools=allowed_tools,
+            unavailable=unavailable,
+            access=access,
+            shadow=shadow,
+        )
+
+
+def _check(
+    *,
+    request: CallRequest,
+    ctx: BindContext,
+    turn_id: int | None,
+    message_id: int | None,
+    allowed_tools: Iterable[str] | None,
+    unavailable: Mapping[str, str] | None,
+    access: AccessView,
+    shadow: bool,
+) -> CheckedCall:
     raw_text = (
         request.arguments
         if isinstance(request.arguments, str)
@@ -370,8 +497,13 @@ def toolcall_check(
     # One rule for every way in: what the caller offers, within what the originator may use.
     narrowed = scope_narrow(ctx.scope, allowed_tools)
     allowed = set(narrowed) if narrowed is not None else None
+    shadow_access = None
+    if shadow and _shadow_source is not None:
+        shadow_access = _shadow_source(selectors.config_snapshot())
+    looked_up = False
     try:
-        tool, state = _lookup(request, allowed, unavailable, user_id=ctx.user_id)
+        tool, state = _lookup(request, allowed, unavailable, user_id=ctx.user_id, access=access)
+        looked_up = True
         call.group = tool.tool_group
         call.queue = GROUPS[tool.tool_group].queue
         arguments = _parse_arguments(request)
@@ -414,26 +546,91 @@ def toolcall_check(
             raise _Refused(ToolCall.Status.DENIED, exc.reason, verdict="guard") from None
     except _Refused as refused:
         _refuse(call, refused)
-        return CheckedCall(call)
+        decision = _refused_decision(refused)
+        # Refused before the arguments were looked at: a shadow that lets the tool through
+        # is taken to pass them (they are checked alike whoever may use what).
+        checks = Checks(decision) if looked_up else Checks()
+        checked = CheckedCall(call, decision=decision)
+        return _checked(checked, shadow_access, ctx, allowed, unavailable, checks)
     except Exception:
         # A check that breaks on odd input (a bug to fix) refuses the call like any other
         # refusal: stored, audited, with words that reveal nothing of the server.
         logger.exception("binding %s crashed on its arguments", request.tool)
-        _refuse(call, _Refused(ToolCall.Status.FAILED, _crashed(request.tool)))
-        return CheckedCall(call)
+        crashed = _Refused(ToolCall.Status.FAILED, _crashed(request.tool))
+        _refuse(call, crashed)
+        decision = _refused_decision(crashed)
+        checked = CheckedCall(call, decision=decision)
+        return _checked(checked, shadow_access, ctx, allowed, unavailable, Checks(decision))
     call.policy_verdict = "allowed"
     call.latent = is_latent(tool)
-    if state.requires_approval or escalated:
+    decision = _approval_decision(
+        access.approval(tool.tool_name, selectors.config_snapshot()), escalated
+    )
+    if decision.verdict == APPROVAL:
+        assert decision.approval is not None
         call.status = ToolCall.Status.AWAITING_APPROVAL
         call.policy_reason = escalated  # shown on the card: why a guard asks a person
         # Who decides: fixed when the call is made (the requester, when only a guard asks).
-        call.approval_mode = state.approval_mode if state.requires_approval else "requester"
-        call.approver_group_ids = list(state.approver_group_ids)
-        if state.approval_mode == "approver":  # the requester confirms alone
-            call.approvals_needed = state.approvals_needed
+        call.approval_mode = decision.approval.mode
+        call.approver_group_ids = list(decision.approval.group_ids)
+        if decision.approval.mode == "approver":  # the requester confirms alone
+            call.approvals_needed = decision.approval.needed
     else:
         call.status = ToolCall.Status.QUEUED
-    return CheckedCall(call, tool, settings, state.calls_per_minute)
+    checked = CheckedCall(call, tool, settings, state.calls_per_minute, decision=decision)
+    return _checked(checked, shadow_access, ctx, allowed, unavailable, Checks(escalated=escalated))
+
+
+def _checked(
+    checked: CheckedCall,
+    shadow_access: ShadowAccess | None,
+    ctx: BindContext,
+    allowed: set[str] | None,
+    unavailable: Mapping[str, str] | None,
+    checks: Checks,
+) -> CheckedCall:
+    """The shadow policy's decision beside the live one (the same steps: ``access_decide``)."""
+    if shadow_access is None:
+        return checked
+    try:
+        checked.shadow = access_decide(
+            shadow_access,
+            tool=checked.call.tool,
+            user_id=ctx.user_id,
+            scope=allowed,
+            checks=checks,
+            unavailable=unavailable,
+        )
+        checked.shadow_policy = shadow_access
+    except Exception:  # a shadow never changes a call, not even by breaking
+        logger.exception("the shadow policy could not decide a call of %s", checked.call.tool)
+    return checked
+
+
+def _live_verdict(call: ToolCall) -> str:
+    if call.status == ToolCall.Status.AWAITING_APPROVAL:
+        return APPROVAL
+    if call.status == ToolCall.Status.DENIED:
+        return DENIED
+    if call.status == ToolCall.Status.FAILED:
+        return FAILED
+    return ALLOWED
+
+
+def _shadow_record(checked: CheckedCall, *, store_refusal: Decision | None, standing: bool) -> None:
+    """Put the shadow's verdict on the call (its audit record copies it) and count it."""
+    shadow, policy = checked.shadow, checked.shadow_policy
+    if shadow is None or policy is None:
+        return
+    if store_refusal is not None and shadow.verdict in (ALLOWED, APPROVAL):
+        shadow = store_refusal  # limits and quotas hold whoever may use what
+    elif standing and shadow.verdict == APPROVAL:
+        # A standing approval let the live call run; under the shadow it would have too
+        # (approximately: its approver is checked against the live rules).
+        shadow = Decision(ALLOWED, "a standing approval", ALLOWED)
+    live = _live_verdict(checked.call)
+    checked.call.shadow = shadow.shadow_detail(policy=policy.label, name=policy.name, live=live)
+    metrics.policy_shadow(live=live, shadow=shadow.verdict)
 
 
 def toolcall_store(
@@ -446,6 +643,7 @@ def toolcall_store(
     the INSERT when there is one) and store it. ``unavailable``: as now, if calls stored
     since the check took tools away (a clarification in the same round takes the next)."""
     call = checked.call
+    store_refusal = None
     if checked.tool is not None and checked.settings is not None:
         try:
             _check_available(call.tool, unavailable)
@@ -460,6 +658,7 @@ def toolcall_store(
             _check_gate(call)
         except _Refused as refused:
             _refuse(call, refused)
+            store_refusal = _refused_decision(refused)
     approved = None
     # A call a guard holds (a secret in its arguments, a sink after untrusted content: its
     # policy_reason) waits for a person whatever was remembered for calls like it.
@@ -469,6 +668,7 @@ def toolcall_store(
         and not call.policy_reason
     ):
         approved = _standing(call)
+    _shadow_record(checked, store_refusal=store_refusal, standing=approved is not None)
     row_insert(call)  # call.save(), its INSERT compiled once (call_statements)
     if approved is not None:
         approved()  # its audit record, now that the call has an id

@@ -15,8 +15,8 @@ person's staff flag (``grants_track``, connected by ``tools_app.apps``).
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from django.contrib.auth.models import Group
 from django.db import transaction
@@ -86,15 +86,19 @@ _people: dict[int, frozenset[str] | None] = {}  # user id → granted tool names
 _MAX_PEOPLE = 20_000  # cached at once per process; past it the cache starts again
 
 
-def _expand(rows: Iterable[tuple[int, str, str]]) -> dict[int, frozenset[str]]:
-    """Each group's grants as the tool names they cover now (imported ones as registered)."""
+K = TypeVar("K", int, str)
+
+
+def grants_expand(rows: Iterable[tuple[K, str, str]]) -> dict[K, frozenset[str]]:
+    """Each group's grants (group key, kind, name) as the tool names they cover now
+    (imported ones as registered)."""
     by_source: dict[str, set[str]] = {}
     for group in list(GROUPS.values()):
         for tool in group.tools:
             source = getattr(tool, "source_name", "")
             if source:
                 by_source.setdefault(source, set()).add(tool.tool_name)
-    out: dict[int, set[str]] = {}
+    out: dict[K, set[str]] = {}
     for group_id, kind, name in rows:
         names = out.setdefault(group_id, set())
         if kind == ToolGrant.Kind.FUNCTION:
@@ -117,7 +121,7 @@ def _current(token: str | None) -> tuple[dict[int, frozenset[str]], int | None]:
     # Read after the token: a copy may be newer than its token, never older.
     rows = list(ToolGrant.objects.order_by().values_list("group_id", "kind", "name"))
     everyone = Group.objects.filter(name=EVERYONE).values_list("pk", flat=True).first()
-    by_group = _expand(rows)
+    by_group = grants_expand(rows)
     if token is not None:
         with _lock:
             _token, _by_group, _everyone = token, by_group, everyone
@@ -149,15 +153,19 @@ def granted_tools(
     return granted
 
 
-def _compute(
-    user_id: int, by_group: dict[int, frozenset[str]], everyone: int | None
+def grants_of_person(
+    user_id: int,
+    by_group: dict[K, frozenset[str]],
+    groups_of: Callable[[str], Iterable[K]],
 ) -> frozenset[str] | None:
+    """The union of the person's groups' grants: ``groups_of(username)`` names the groups
+    (keys of ``by_group``). Staff: everything (None); a deactivated account: nothing."""
     from django.contrib.auth import get_user_model
 
     row = (
         get_user_model()
         .objects.filter(pk=user_id)
-        .values_list("is_staff", "is_superuser", "is_active")
+        .values_list("is_staff", "is_superuser", "is_active", "username")
         .order_by()
         .first()
     )
@@ -167,13 +175,20 @@ def _compute(
         return INACTIVE
     if row[0] or row[1]:
         return None
-    group_ids = set(Group.objects.filter(user__pk=user_id).order_by().values_list("pk", flat=True))
-    if everyone is not None:
-        group_ids.add(everyone)
     names: set[str] = set()
-    for group_id in group_ids:
-        names |= by_group.get(group_id, frozenset())
+    for group in groups_of(row[3]):
+        names |= by_group.get(group, frozenset())
     return frozenset(names)
+
+
+def _compute(
+    user_id: int, by_group: dict[int, frozenset[str]], everyone: int | None
+) -> frozenset[str] | None:
+    def groups_of(username: str) -> set[int]:
+        ids = set(Group.objects.filter(user__pk=user_id).order_by().values_list("pk", flat=True))
+        return ids | ({everyone} if everyone is not None else set())
+
+    return grants_of_person(user_id, by_group, groups_of)
 
 
 def may_use(user_id: int | None, tool: str) -> bool:
