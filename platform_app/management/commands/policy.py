@@ -1,4 +1,4 @@
-"""``manage.py policy``: policy as code (docs/SECURITY_TEAMS_POLICY.md).
+"""``manage.py policy``: policy as code (docs/SECURITY_TEAMS.md).
 
 - ``policy test CASES.yaml``: decide each case as binding would (under the file's candidate
   policy, or the live one); one line per case; exits 1 on any mismatch.
