@@ -94,7 +94,14 @@ def secrets_everywhere(staff_user: Any, user: Any) -> list[str]:
         headers=f"x-api-key={secret('otlp-header')}",
         secret_access_key=secret("s3-key"),
     )
+    from tools_app.services.audit_chain import signing_key
+
+    signing_key()  # the generated audit signing key, kept encrypted
+    from tools_app.models import AuditSigningKey
+
+    audit_key_line = AuditSigningKey.objects.get().private_pem.splitlines()[1]
     return [
+        audit_key_line,
         secret("provider"),
         secret("search"),
         secret("mcp-header"),
