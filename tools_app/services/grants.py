@@ -46,6 +46,9 @@ FRESH_INSTALL_GROUPS = (
     "agent",
     "subagents",
     "schedules",
+    # It names only tools the person may already use (issue 38, tool search); granted to
+    # Everyone on upgrades too (tools_app 0026).
+    "tool_search",
 )
 FRESH_INSTALL_FUNCTIONS = ("file_read", "file_list")
 

@@ -1,0 +1,57 @@
+"""Issue 38 part 5: a member's plain turn with the default agent sends at most 1,000 prompt
+tokens before the person's words (the system prompt and the tool schemas), with the tools a
+fresh install grants everyone. A product property, measured on the request the real loop
+sends to the scripted model, with the project's estimate (chat_app.services.usage)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from chat_app.models import Turn
+from chat_app.services.turns import turn_start
+from chat_app.services.usage import estimate_tokens
+from tests.conftest import wait_turn
+from tests.llm_server import Reply
+from tools_app.services.grants import (
+    FRESH_INSTALL_FUNCTIONS,
+    FRESH_INSTALL_GROUPS,
+    everyone_group,
+    grants_set,
+)
+
+pytestmark = [pytest.mark.modes, pytest.mark.grants]
+
+
+def before_words(request: dict[str, Any]) -> int:
+    """The request's tokens before the person's words: the system message and the tools,
+    as sent (JSON), by the estimate the usage records use when a server reports none."""
+    system = request["messages"][0]
+    assert system["role"] == "system"
+    tools = json.dumps(request.get("tools") or [], ensure_ascii=False)
+    return estimate_tokens(len(system["content"]) + len(tools))
+
+
+def fresh_install_grants() -> None:
+    grants_set(
+        actor=None,
+        group=everyone_group(),
+        groups=FRESH_INSTALL_GROUPS,
+        functions=FRESH_INSTALL_FUNCTIONS,
+        audit=False,
+    )
+
+
+def test_it_keeps_a_members_plain_turn_within_1000_tokens(
+    worker, conversation, user, llm, provider
+):
+    fresh_install_grants()
+    llm.script(Reply(text="Hello!"))
+    turn = wait_turn(turn_start(conversation=conversation, user_id=user.pk, text="hello").pk)
+    assert turn.status == Turn.Status.SUCCEEDED
+    (request,) = llm.requests
+    tokens = before_words(request)
+    print(f"\nprompt tokens before the words: {tokens} ({len(request.get('tools') or [])} tools)")
+    assert tokens <= 1000
