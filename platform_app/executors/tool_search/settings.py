@@ -28,6 +28,6 @@ GROUP = register_group(
         "there are too many to send with every request.",
         settings_model=ToolSearchSettings,
         limits=("max_results", "load_top"),
-        order=5,
+        order=89,
     )
 )
