@@ -176,3 +176,36 @@ def test_native_tools_auto_detects_that_the_server_takes_tools(worker, user, rea
     assert not Message.objects.filter(turn=turn, fallback=True).exists()
     # The model list (the switcher, Test connection) is the server's.
     assert models_fetch(real_provider)[0] == [ALIAS]
+
+
+@pytest.mark.tool_search
+def test_tool_search_through_a_real_server(worker, user, real_provider):
+    # Tool search on (a budget of 1 token): the request carries tool_search alone, in the
+    # slimmed strict schema the server's grammar is built from. The model is asked to find the
+    # clock; whatever it calls binds and runs like any call, and the clock it finds is offered
+    # in the next round.
+    agent = _agent(
+        "searching",
+        ["tool_search", "current_time"],
+        always_on_tools=["tool_search"],
+        tool_schema_budget=1,
+        max_rounds=3,
+    )
+    conversation = Conversation.objects.create(owner=user, agent=agent)
+    turn = turn_start(
+        conversation=conversation,
+        user_id=user.pk,
+        text="Call tool_search with the query 'current time' to find a clock tool.",
+    )
+    turn = wait_turn(turn.pk, timeout=240)
+    assert turn.status in (Turn.Status.SUCCEEDED, Turn.Status.LIMITED), turn.error
+    assert not Message.objects.filter(turn=turn, fallback=True).exists()  # native tool calls
+    searches = ToolCall.objects.filter(turn=turn, tool="tool_search")
+    for search in searches:
+        assert search.status == "succeeded", (search.error, search.raw_arguments)
+        assert set(search.result["loaded"]) <= {"current_time"}
+    # A 135M model may answer without searching; when it searched, the clock was found.
+    if searches.exists():
+        assert any(s.result["found"] for s in searches) or not any(
+            "time" in s.arguments.get("query", "") for s in searches
+        )

@@ -46,11 +46,11 @@ FRESH_INSTALL_GROUPS = (
     "agent",
     "subagents",
     "schedules",
-    # It names only tools the person may already use (issue 38, tool search); granted to
-    # Everyone on upgrades too (tools_app 0026).
-    "tool_search",
 )
 FRESH_INSTALL_FUNCTIONS = ("file_read", "file_list")
+# Granted to Everyone after grants came, on every install (tools_app 0026): it names only tools
+# the person may already use (issue 38).
+EVERYONE_GROUPS_SINCE = ("tool_search",)
 
 
 def user_groups(user: Any) -> QuerySet[Group]:

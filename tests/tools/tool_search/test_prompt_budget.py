@@ -16,6 +16,7 @@ from chat_app.services.usage import estimate_tokens
 from tests.conftest import wait_turn
 from tests.llm_server import Reply
 from tools_app.services.grants import (
+    EVERYONE_GROUPS_SINCE,
     FRESH_INSTALL_FUNCTIONS,
     FRESH_INSTALL_GROUPS,
     everyone_group,
@@ -38,7 +39,7 @@ def fresh_install_grants() -> None:
     grants_set(
         actor=None,
         group=everyone_group(),
-        groups=FRESH_INSTALL_GROUPS,
+        groups=FRESH_INSTALL_GROUPS + EVERYONE_GROUPS_SINCE,
         functions=FRESH_INSTALL_FUNCTIONS,
         audit=False,
     )
