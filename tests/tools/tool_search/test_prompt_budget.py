@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from chat_app.models import Turn
+from chat_app.models import Agent, Turn
+from chat_app.services.agents import agent_for_conversation
 from chat_app.services.turns import turn_start
 from chat_app.services.usage import estimate_tokens
 from tests.conftest import wait_turn
@@ -49,10 +50,18 @@ def test_it_keeps_a_members_plain_turn_within_1000_tokens(
     worker, conversation, user, llm, provider
 ):
     fresh_install_grants()
-    llm.script(Reply(text="Hello!"))
+    agent = agent_for_conversation(conversation)
+    llm.script(Reply(text="Hello!"), Reply(text="Hello again!"))
     turn = wait_turn(turn_start(conversation=conversation, user_id=user.pk, text="hello").pk)
     assert turn.status == Turn.Status.SUCCEEDED
-    (request,) = llm.requests
-    tokens = before_words(request)
-    print(f"\nprompt tokens before the words: {tokens} ({len(request.get('tools') or [])} tools)")
+    # The same turn with every schema sent (tool search off), for the figure beside it.
+    Agent.objects.filter(pk=agent.pk).update(tool_schema_budget=0)
+    wait_turn(turn_start(conversation=conversation, user_id=user.pk, text="hello").pk)
+    searching, every = llm.requests
+    tokens, before = before_words(searching), before_words(every)
+    print(
+        f"\nprompt tokens before the words: {tokens} ({len(searching['tools'])} tools); "
+        f"every schema: {before} ({len(every['tools'])} tools)"
+    )
     assert tokens <= 1000
+    assert before > tokens
