@@ -24,9 +24,10 @@ from dataclasses import dataclass
 from chat_app.agent_kinds import AgentKind, RoundOffer
 from chat_app.agent_kinds.tool_names import AGENT_GROUP, TOOL_SEARCH
 from chat_app.models import Agent, Turn
-from chat_app.services.tool_specs import tool_specs_chars
+from chat_app.services.tool_specs import one_line, tool_specs_chars
 from chat_app.services.usage import CHARS_PER_TOKEN
 from tools_app import selectors
+from tools_app.i18n import text_in
 from tools_app.models import ToolCall
 from tools_app.registry import GROUPS, BaseTool
 from tools_app.runtime import scope_narrow
@@ -96,14 +97,20 @@ def turn_loaded(turn_id: int | None) -> set[str]:
 
 # --- the search -----------------------------------------------------------------------------
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
+# Words nearly every description has: they would rank every tool.
+_STOP = frozenset((
+    "the", "and", "for", "with", "what", "which", "how", "you", "your", "that", "this", "from",
+    "are", "can", "into", "use", "tool", "tools", "its", "one", "all", "any", "not", "now",
+    "want", "need", "please",
+))  # fmt: skip
 
 
 def _words(text: str) -> list[str]:
-    return [w for w in _WORD.findall(text.lower()) if len(w) > 1]
+    return [w for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _STOP]
 
 
 def _matches(word: str, candidates: Iterable[str]) -> bool:
-    # "schedules" finds "schedule", "scheduling" finds "schedule": a shared start of 5+ letters.
+    # "schedules" finds "schedule", "timezone" finds "time": a shared start of 4+ letters.
     for other in candidates:
         if word == other:
             return True
@@ -126,9 +133,6 @@ def tools_search(
     """``tools`` that match ``query``'s words, best first: a word in the tool's name counts
     most, then its group's name and label, then its description. Only ever ``tools`` (the
     caller's ``turn_offer``): a query can ask for anything, it finds nothing else."""
-    from chat_app.services.tool_specs import one_line
-    from tools_app.i18n import text_in
-
     words = _words(query)
     found = []
     for tool in tools:
