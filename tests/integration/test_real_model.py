@@ -181,16 +181,18 @@ def test_native_tools_auto_detects_that_the_server_takes_tools(worker, user, rea
 @pytest.mark.tool_search
 def test_tool_search_through_a_real_server(worker, user, real_provider):
     # Tool search on (a budget of 1 token): the request carries tool_search alone, in the
-    # slimmed strict schema the server's grammar is built from. The model is asked to find the
-    # clock; whatever it calls binds and runs like any call, and the clock it finds is offered
-    # in the next round.
+    # slimmed strict schema the server builds its grammar from, and the turn completes on
+    # native tool calls. SmolLM2-135M answered without calling it in every run so far (the
+    # scripted tests cover the search itself); should it call it, the call must bind, run,
+    # and load nothing but the profile's clock.
     agent = _agent(
         "searching",
         ["tool_search", "current_time"],
         always_on_tools=["tool_search"],
         tool_schema_budget=1,
-        max_rounds=3,
     )
+    agent.max_rounds = 3  # search, call what it found, answer
+    agent.save()
     conversation = Conversation.objects.create(owner=user, agent=agent)
     turn = turn_start(
         conversation=conversation,
@@ -199,13 +201,9 @@ def test_tool_search_through_a_real_server(worker, user, real_provider):
     )
     turn = wait_turn(turn.pk, timeout=240)
     assert turn.status in (Turn.Status.SUCCEEDED, Turn.Status.LIMITED), turn.error
+    real_provider.refresh_from_db()
+    assert real_provider.tools_supported is not False  # the server took the schema
     assert not Message.objects.filter(turn=turn, fallback=True).exists()  # native tool calls
-    searches = ToolCall.objects.filter(turn=turn, tool="tool_search")
-    for search in searches:
+    for search in ToolCall.objects.filter(turn=turn, tool="tool_search"):
         assert search.status == "succeeded", (search.error, search.raw_arguments)
         assert set(search.result["loaded"]) <= {"current_time"}
-    # A 135M model may answer without searching; when it searched, the clock was found.
-    if searches.exists():
-        assert any(s.result["found"] for s in searches) or not any(
-            "time" in s.arguments.get("query", "") for s in searches
-        )
