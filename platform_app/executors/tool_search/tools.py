@@ -11,7 +11,10 @@ class ToolSearch(BaseTool[ToolSearchSettings], group="tool_search"):
     descriptions, and loads their schemas so you can call them in your next step."""
 
     query: str = Field(
-        min_length=1, max_length=300, description="What the tool should do, in a few words."
+        min_length=1,
+        max_length=300,
+        description="What the tool should do, in a few words.",
+        examples=["current time"],
     )
     load: list[str] = Field(
         default_factory=list,
