@@ -46,7 +46,11 @@ def tool_search(args: ToolSearch, ctx: ActivityContext[ToolSearchSettings]) -> d
         # Not told apart: a name that does not exist and one this person may not use.
         missing = [n for n in wanted if n not in names]
     else:
-        loaded, missing = [f.name for f in found[: ctx.settings.load_top]], []
+        # The best matches, but none far below the best: a tool found by one common word of
+        # its description would cost its schema in every later round for nothing.
+        best = found[0].score if found else 0
+        top = found[: ctx.settings.load_top]
+        loaded, missing = [f.name for f in top if 2 * f.score >= best], []
     if ctx.turn_id is None:
         loaded = []  # no turn to load them into: the names are the answer
     ctx.emit_output(f"{len(found)} tool(s) found, {len(loaded)} loaded\n")

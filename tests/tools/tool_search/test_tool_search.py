@@ -53,7 +53,7 @@ def test_it_finds_loads_and_calls_a_tool_the_first_request_did_not_carry(
     assert "current_time" in names(third)  # loaded for the rest of the turn
     search, clock = ToolCall.objects.filter(turn=turn).order_by("pk")
     assert (search.tool, search.status) == ("tool_search", "succeeded")
-    assert search.result is not None and search.result["loaded"][0] == "current_time"
+    assert search.result is not None and search.result["loaded"] == ["current_time"]
     assert {"name": "current_time"}.items() <= search.result["found"][0].items()
     assert clock.status == "succeeded"
     # What the model read: names and one-line descriptions, as data.
