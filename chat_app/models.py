@@ -398,6 +398,25 @@ class Agent(models.Model):
             "descriptions the model reads whoever writes."
         ),
     )
+    # Tool search (issue 38): when the schemas of the tools a person may use here weigh more
+    # than this many tokens, the model is offered the always-on tools and tool_search, which
+    # loads the schemas of the tools it finds for the rest of the turn.
+    tool_schema_budget = models.PositiveIntegerField(
+        default=1000,
+        help_text=_(
+            "Tokens of tool schemas sent with every request. Above it the model gets the "
+            "always-on tools and tool_search, which loads the others as needed. "
+            "0 = always send every schema."
+        ),
+    )
+    always_on_tools = models.JSONField(
+        default=list,
+        blank=True,
+        help_text=_(
+            "Tools always offered when tool search is on, by name. Empty: the platform "
+            "essentials (skill_load, memory_search)."
+        ),
+    )
     is_default = models.BooleanField(default=False)
     # Who may pick this profile (members of these groups; "Everyone" for every user). Staff
     # may pick every profile; a profile no group is given is for admins only.

@@ -137,7 +137,7 @@ class AgentRunner:
         seconds to import, the tool schemas are built once): otherwise the first person to
         write after a start waits for it."""
         from chat_app.providers import PROVIDERS, provider_class
-        from chat_app.services.loop import tool_specs
+        from chat_app.services.tool_specs import tool_specs
         from tools_app import selectors
 
         for kind in PROVIDERS:

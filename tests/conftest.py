@@ -86,9 +86,9 @@ def _uses_db(request: pytest.FixtureRequest) -> str | None:
 @pytest.fixture(autouse=True)
 def _everyone_granted_everything(request: pytest.FixtureRequest) -> Iterator[None]:
     """Tests that are not about grants run as before grants came: Everyone may use every tool
-    group, imported source and agent profile (those a test adds too). A fresh test database
-    otherwise grants members only the low-risk tools. Tests about grants are marked
-    ``grants`` and set up their own."""
+    group, imported source and agent profile (those a test adds too), tool search aside
+    unless marked ``tool_search``. A fresh test database otherwise grants members only the
+    low-risk tools. Tests about grants are marked ``grants`` and set up their own."""
     db = _uses_db(request)
     if db is None or request.node.get_closest_marker("grants"):
         yield
@@ -107,11 +107,20 @@ def _everyone_granted_everything(request: pytest.FixtureRequest) -> Iterator[Non
     from tools_app.services.grants import everyone_group
 
     everyone = everyone_group()
-    rows = [ToolGrant(group=everyone, kind="group", name=name) for name in list(GROUPS)]
+    # Tool search too is for tests about it (marked tool_search): with every tool granted it
+    # would otherwise leave the others' requests with a few tools and tool_search.
+    searching = request.node.get_closest_marker("tool_search") is not None
+    rows = [
+        ToolGrant(group=everyone, kind="group", name=name)
+        for name in list(GROUPS)
+        if searching or name != "tool_search"
+    ]
     rows += [
         ToolGrant(group=everyone, kind="source", name=name)
         for name in ToolSource.objects.values_list("name", flat=True)
     ]
+    if not searching:  # the migration grants it to Everyone
+        ToolGrant.objects.filter(kind="group", name="tool_search").delete()
     ToolGrant.objects.bulk_create(rows, ignore_conflicts=True)
     everyone.agent_profiles.add(*Agent.objects.all())
 

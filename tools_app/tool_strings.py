@@ -953,6 +953,24 @@ STRINGS = [
     _("A model name for the helper; null: the agent's."),
     # tool subagent_spawn
     _('Where the answer is posted: "parent" (this conversation), a conversation id, or null (only logged: kept in the helper\'s conversation, nobody is notified).'),
+    # group tool_search
+    _('Tool search'),
+    # group tool_search
+    _('Find the tools you may use by what they do, and load their schemas when there are too many to send with every request.'),
+    # group tool_search: settings
+    _('Most tools one search names (best matches first).'),
+    # group tool_search: settings
+    _('When the model names none to load, the schemas of this many best matches are loaded for the next round.'),
+    # group tool_search: settings
+    _('Load top'),
+    # tool tool_search
+    _('Find more tools you may use by what they do: returns their names and one-line descriptions, and loads their schemas so you can call them in your next step.'),
+    # tool tool_search
+    _('What the tool should do, in a few words.'),
+    # tool tool_search
+    _('Names to load; empty: the best matches.'),
+    # tool tool_search
+    _('Load'),
     # group time
     _('Time'),
     # group time

@@ -127,8 +127,19 @@ class AgentPageForm(forms.ModelForm):
         ),
     )
 
+    always_on = forms.CharField(
+        label=_("Always-on tools"),
+        required=False,
+        help_text=_(
+            "With tool search on: the tools every request carries, by name, separated by "
+            "spaces. Empty: skill_load and memory_search."
+        ),
+    )
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        if not self.is_bound:
+            self.initial["always_on"] = " ".join(self.instance.always_on_tools or [])
         # Each language by its own name; the list follows settings.LANGUAGES.
         field = self.fields["tool_language"]
         assert isinstance(field, forms.ChoiceField)
@@ -138,6 +149,34 @@ class AgentPageForm(forms.ModelForm):
         ]
         # A client that leaves it out (an older page, a script) keeps the safe default.
         self.fields["untrusted_sinks"].required = False
+        self.fields["tool_schema_budget"].required = False
+
+    def clean_tool_schema_budget(self) -> int:
+        value = self.cleaned_data.get("tool_schema_budget")
+        if value is None:  # left out: as it was (a new profile: the default)
+            return self.instance.tool_schema_budget
+        return int(value)
+
+    def clean_always_on(self) -> list[str]:
+        from tools_app.selectors import registered_tools
+
+        if "always_on" not in self.data:  # a client that leaves it out keeps the list
+            return list(self.instance.always_on_tools or [])
+        names = _names(self.cleaned_data.get("always_on") or "")
+        unknown = [n for n in names if n not in registered_tools()]
+        if unknown:
+            raise forms.ValidationError(
+                _("no tool named %(names)s") % {"names": ", ".join(unknown)}
+            )
+        return names
+
+    def save(self, commit: bool = True) -> Agent:
+        agent: Agent = super().save(commit=False)
+        agent.always_on_tools = self.cleaned_data.get("always_on") or []
+        if commit:
+            agent.save()
+            self.save_m2m()
+        return agent
 
     def clean_untrusted_sinks(self) -> str:
         value = self.cleaned_data.get("untrusted_sinks")
@@ -159,6 +198,7 @@ class AgentPageForm(forms.ModelForm):
             "max_calls_per_turn",
             "max_calls_per_conversation",
             "untrusted_sinks",
+            "tool_schema_budget",
             "is_default",
         ]
         labels = {
@@ -168,6 +208,7 @@ class AgentPageForm(forms.ModelForm):
             "max_calls_per_turn": _("Tool calls per turn"),
             "max_calls_per_conversation": _("Tool calls per conversation"),
             "untrusted_sinks": _("After untrusted content"),
+            "tool_schema_budget": _("Tool schema budget (tokens)"),
             "is_default": _("Default profile"),
         }
         help_texts = {

@@ -27,6 +27,8 @@ _AGENT_AUDITED = (
     "all_tools",
     "tools",
     "tool_budgets",
+    "tool_schema_budget",
+    "always_on_tools",
     "max_rounds",
     "max_iterations",
     "max_calls_per_turn",

@@ -13,3 +13,6 @@ PLAN_TOOLS = frozenset({"generate_plan", "adapt_plan"})
 SEARCH_TOOL = "web_search"
 # What is still offered once a turn's iterations are spent: the tools that finish.
 FINAL_TOOLS = frozenset({FINAL_ANSWER, CREATE_REPORT})
+# Tool search (issue 38): platform_app's ``tool_search`` group; the loop offers it, and loads
+# what it finds, when a person's tools outweigh the profile's schema budget.
+TOOL_SEARCH = "tool_search"

@@ -31,6 +31,8 @@ _FIELDS = (
     "max_iterations",
     "tool_budgets",
     "tool_language",
+    "tool_schema_budget",
+    "always_on_tools",
     "is_default",
 )
 # Keys of YAML written before per-tool budgets were one field: still read, into tool_budgets.

@@ -20,7 +20,6 @@ import asyncio
 import contextlib
 import logging
 import time
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,24 +56,23 @@ from chat_app.services.providers import (
     provider_remember_no_tools,
 )
 from chat_app.services.retry import RetryNotice, RetryPolicy, call_with_retries
+from chat_app.services.tool_offer import round_shown, turn_offer
+from chat_app.services.tool_specs import tool_specs
 from chat_app.services.turns import conversation_language, turn_advance, turn_finish
 from chat_app.services.usage import round_gate, round_record
 from infra import tracing
 from tools_app import selectors
 from tools_app.events import toolcall_publish
-from tools_app.i18n import schema_in, text_in
 from tools_app.models import ToolCall
 from tools_app.registry import BaseTool
-from tools_app.runtime import BindContext, scope_narrow
+from tools_app.runtime import BindContext
 from tools_app.services.binding import (
-    REASONING_FIELD,
     CallLimits,
     CallRequest,
     toolcall_check,
     toolcall_dispatch,
     toolcall_store,
 )
-from tools_app.services.grants import grants_narrow
 from tools_app.untrusted import UNTRUSTED_RULE
 
 logger = logging.getLogger(__name__)
@@ -112,7 +110,10 @@ class RoundPlan:
     client: LLMProvider
     kind: AgentKind  # the profile's kind: what each round offers, what a call does to the turn
     offer: RoundOffer  # what this round offers, and why not the rest
-    tools: list[type[BaseTool]]  # the offered tools
+    tools: list[type[BaseTool]]  # the tools whose schemas the request carries
+    # The tools the round's calls may name: the offer's, loaded or not (tool search shows
+    # fewer; binding is the authority over what runs, not the list the model saw).
+    callable: list[str]
     native: bool
     # The tool list the turn's calls bind within: the agent's, narrowed by what started the
     # turn (Turn.tool_scope). None: every enabled tool.
@@ -142,55 +143,6 @@ class RoundPlan:
     # model reads (the conversation's, unless the agent profile fixes one).
     language: str = ""
     tool_language: str = ""
-
-
-# A tool's schema depends only on its class: generating it (pydantic's JSON Schema plus the
-# strict-mode rewrite) took half the CPU of a round when it was redone for every request.
-# Keyed weakly by class, so a tool group rebuilt at run time gets fresh entries.
-_SPECS: weakref.WeakKeyDictionary[type[BaseTool], dict[tuple[bool, bool, str], ToolSpec]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def tool_specs(tools: list[type[BaseTool]], *, strict: bool, language: str = "") -> list[ToolSpec]:
-    """``language``: of the descriptions (tools_app.i18n; names never change)."""
-    with_reasoning = selectors.tools_with_reasoning()
-    return [_tool_spec(tool, strict, tool.tool_name in with_reasoning, language) for tool in tools]
-
-
-def _tool_spec(tool: type[BaseTool], strict: bool, reasoning: bool, language: str) -> ToolSpec:
-    cached = _SPECS.setdefault(tool, {})
-    spec = cached.get((strict, reasoning, language))
-    if spec is None:
-        schema = tool.openai_schema(strict=strict)["function"]
-        parameters = schema["parameters"]
-        if reasoning:
-            parameters = with_reasoning_field(parameters)
-        spec = ToolSpec(
-            name=tool.tool_name,
-            description=text_in(schema["description"], language),
-            parameters=schema_in(parameters, language),
-            strict=schema.get("strict", False),
-        )
-        cached[(strict, reasoning, language)] = spec
-    return spec
-
-
-REASONING_DESCRIPTION = gettext_noop("One sentence: why you call this tool now. Shown to the user.")
-
-
-def with_reasoning_field(parameters: dict[str, Any]) -> dict[str, Any]:
-    """Ask the model to say why it calls the tool; the card shows it (_reasoningForCall)."""
-    out = dict(parameters)
-    out["properties"] = {
-        REASONING_FIELD: {
-            "type": "string",
-            "description": REASONING_DESCRIPTION,
-        },
-        **parameters.get("properties", {}),
-    }
-    out["required"] = [REASONING_FIELD, *parameters.get("required", [])]
-    return out
 
 
 # --- 1. prepare (a database thread) ------------------------------------------------------
@@ -248,7 +200,6 @@ def _round_prepare(turn_id: int, *, runner: str, clients: ClientCache | None) ->
         )
         return None
     native = provider.uses_native_tools()
-    scope = scope_narrow(turn.tool_scope, agent.allowed_tools())
     message = Message(
         conversation_id=turn.conversation_id,
         turn=turn,
@@ -260,8 +211,9 @@ def _round_prepare(turn_id: int, *, runner: str, clients: ClientCache | None) ->
     # Not waiting for it: the model's request goes out now; its tokens queue behind it.
     message_publish(message, calls=[], wait=False)
     kind = kind_for(agent)
-    # The model is offered only what the person may use (binding refuses the rest anyway).
-    offer = kind.offer(turn, selectors.enabled_tools(grants_narrow(turn.user_id, scope)))
+    offer, scope = turn_offer(turn, agent, kind)
+    tool_language = agent.tool_language or language
+    shown = round_shown(offer, agent, turn_id=turn.pk, language=tool_language)
     plan = RoundPlan(
         turn_id=turn.pk,
         conversation_id=turn.conversation_id,
@@ -277,7 +229,8 @@ def _round_prepare(turn_id: int, *, runner: str, clients: ClientCache | None) ->
         ),
         kind=kind,
         offer=offer,
-        tools=offer.tools,
+        tools=shown.tools,
+        callable=[t.tool_name for t in offer.tools],
         native=native,
         scope=scope,
         policy=RetryPolicy(
@@ -290,7 +243,7 @@ def _round_prepare(turn_id: int, *, runner: str, clients: ClientCache | None) ->
         trace=turn.trace_context,
         call_source=call_source_of(turn),
         language=language,
-        tool_language=agent.tool_language or language,
+        tool_language=tool_language,
     )
     _build_request(plan, turn)
     return plan
@@ -512,7 +465,7 @@ def _round_complete(plan: RoundPlan, text: str, outcome: ModelReply | BaseExcept
         outcome,
         native=plan.native,
         turn_id=plan.turn_id,
-        offered=[t.tool_name for t in plan.tools],
+        offered=plan.callable,
     )
     if not requests:
         turn_finish(turn, status=Turn.Status.SUCCEEDED)
@@ -579,7 +532,7 @@ def _bind_and_dispatch(plan: RoundPlan, requests: list[CallRequest]) -> None:
         scope=plan.scope,
         untrusted_sinks=plan.agent.untrusted_sinks,
     )
-    offered = [t.tool_name for t in plan.tools]
+    offered = plan.callable
     limits = CallLimits(
         per_turn=plan.agent.max_calls_per_turn,
         per_conversation=plan.agent.max_calls_per_conversation,

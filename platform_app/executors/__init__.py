@@ -5,5 +5,5 @@ messages, schedules, subagents) and the agent tools that structure a turn. Same 
 from __future__ import annotations
 
 EXECUTORS: list[str] = [
-    "memory", "docs", "skills", "messaging", "schedules", "subagents", "agent",
+    "memory", "docs", "skills", "messaging", "schedules", "subagents", "agent", "tool_search",
 ]  # fmt: skip

@@ -176,3 +176,34 @@ def test_native_tools_auto_detects_that_the_server_takes_tools(worker, user, rea
     assert not Message.objects.filter(turn=turn, fallback=True).exists()
     # The model list (the switcher, Test connection) is the server's.
     assert models_fetch(real_provider)[0] == [ALIAS]
+
+
+@pytest.mark.tool_search
+def test_tool_search_through_a_real_server(worker, user, real_provider):
+    # Tool search on (a budget of 1 token): the request carries tool_search alone, in the
+    # slimmed strict schema the server builds its grammar from, and the turn completes on
+    # native tool calls. SmolLM2-135M answered without calling it in every run so far (the
+    # scripted tests cover the search itself); should it call it, the call must bind, run,
+    # and load nothing but the profile's clock.
+    agent = _agent(
+        "searching",
+        ["tool_search", "current_time"],
+        always_on_tools=["tool_search"],
+        tool_schema_budget=1,
+    )
+    agent.max_rounds = 3  # search, call what it found, answer
+    agent.save()
+    conversation = Conversation.objects.create(owner=user, agent=agent)
+    turn = turn_start(
+        conversation=conversation,
+        user_id=user.pk,
+        text="Call tool_search with the query 'current time' to find a clock tool.",
+    )
+    turn = wait_turn(turn.pk, timeout=240)
+    assert turn.status in (Turn.Status.SUCCEEDED, Turn.Status.LIMITED), turn.error
+    real_provider.refresh_from_db()
+    assert real_provider.tools_supported is not False  # the server took the schema
+    assert not Message.objects.filter(turn=turn, fallback=True).exists()  # native tool calls
+    for search in ToolCall.objects.filter(turn=turn, tool="tool_search"):
+        assert search.status == "succeeded", (search.error, search.raw_arguments)
+        assert set(search.result["loaded"]) <= {"current_time"}

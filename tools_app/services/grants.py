@@ -48,6 +48,9 @@ FRESH_INSTALL_GROUPS = (
     "schedules",
 )
 FRESH_INSTALL_FUNCTIONS = ("file_read", "file_list")
+# Granted to Everyone after grants came, on every install (tools_app 0026): it names only tools
+# the person may already use (issue 38).
+EVERYONE_GROUPS_SINCE = ("tool_search",)
 
 
 def user_groups(user: Any) -> QuerySet[Group]:
