@@ -131,3 +131,41 @@ def test_it_refuses_a_loopback_host_not_allowed(rsyslog: Rsyslog, fast_retries: 
     assert exporter_run(exporter.pk) == 0
     exporter.refresh_from_db()
     assert "SSRF guard" in exporter.last_error and "loopback" in exporter.last_error
+
+
+@pytest.mark.modes
+def test_tool_calls_reach_syslog_in_order_also_those_made_while_it_was_down(
+    rsyslog: Rsyslog, fast_retries: Any, user: Any
+) -> None:
+    """Real calls through binding and the worker's execution: their records are sealed by the
+    app's own sealer and stream out in chain order, those made while rsyslog was stopped
+    included, once it is back."""
+    from tests.tools.calls import ok, run_tool
+    from tools_app.models import AuditRecord
+    from tools_app.services.audit_chain import seal
+
+    exporter = _syslog(rsyslog)
+    first = [run_tool("current_time", user=user, timezone="UTC") for _ in range(3)]
+    for call in first:
+        ok(call)
+    seal()
+    exporter_run(exporter.pk)
+    got = _wait_lines(rsyslog, 3)
+    assert [m["msgid"] for m in got] == ["call"] * 3
+
+    rsyslog.stop()
+    later = [run_tool("current_time", user=user, timezone="Asia/Tokyo") for _ in range(4)]
+    seal()
+    assert exporter_run(exporter.pk) == 0  # the daemon is down: kept, not lost
+    rsyslog.start()
+    assert exporter_run(exporter.pk, force=True) == 4
+    got = _wait_lines(rsyslog, 7)
+    events = [json.loads(m["msg"]) for m in got]
+    sealed = list(
+        AuditRecord.objects.filter(tool_call__in=[c.pk for c in first + later])
+        .order_by("seq")
+        .values_list("seq", "call_ref")
+    )
+    assert [(e["seq"], e["record"]["call"]) for e in events] == sealed
+    assert [e["record"]["tool"] for e in events] == ["current_time"] * 7
+    assert [e["record"]["arguments"]["timezone"] for e in events[3:]] == ["Asia/Tokyo"] * 4
