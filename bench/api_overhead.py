@@ -125,7 +125,7 @@ def measure(mode: str, sizes: list[int]) -> dict[str, Any]:
     finally:
         for proc in procs.values():
             stop(proc)
-        stop(llm)  # type: ignore[arg-type]
+        stop(llm)
     return out
 
 

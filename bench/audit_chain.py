@@ -18,13 +18,12 @@ serve``) and distributed (web, runner, worker and ``celery beat`` on Redis and P
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 import time
 from typing import Any
 
 from bench.common import emit, free_port, run_each_mode, setup_django, stop
-from bench.concurrency import Gate, make_people, spawn, start_app
+from bench.concurrency import Gate, make_people, spawn, start_app, start_llm, turns_in_a_row
 
 AT_ONCE = 50
 TURNS = 8
@@ -35,61 +34,18 @@ SEAL_SECONDS = "1.0"
 TARGET = 0.95
 
 
-def _start_llm() -> tuple[Any, int]:
-    import subprocess
-
-    from bench.common import ROOT
-
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "bench.llm_process", "--delay", str(DELAY)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    return proc, int(proc.stdout.readline().split()[1])
-
-
-async def _person(port: int, conversation_id: int, cookie: str, gate: Gate) -> list[str]:
-    import websockets
-
-    statuses: list[str] = []
-    try:
-        async with websockets.connect(
-            f"ws://127.0.0.1:{port}/ws/conversations/{conversation_id}/",
-            additional_headers={"Cookie": cookie, "Origin": f"http://127.0.0.1:{port}"},
-            max_size=None,
-            open_timeout=120,
-            ping_interval=None,
-        ) as ws:
-            snapshot = json.loads(await ws.recv())
-            assert snapshot["type"] == "snapshot", snapshot
-            gate.arrived()
-            await gate.go.wait()
-            for _ in range(TURNS):
-                await ws.send(json.dumps({"action": "send", "text": "What time is it in Tokyo?"}))
-                async with asyncio.timeout(TURN_TIMEOUT):
-                    while True:
-                        event = json.loads(await ws.recv())
-                        if event["type"] == "turn" and not event["running"]:
-                            statuses.append(event["status"])
-                            break
-    finally:
-        if not gate.all_ready.is_set():
-            gate.arrived()
-    return statuses
-
-
 async def _crowd(port: int, people: list[tuple[int, str]]) -> tuple[int, float, list[str]]:
     gate = Gate(len(people))
-    tasks = [asyncio.create_task(_person(port, c, cookie, gate)) for c, cookie in people]
+    tasks = [
+        asyncio.create_task(turns_in_a_row(port, c, cookie, gate, TURNS)) for c, cookie in people
+    ]
     await gate.all_ready.wait()
     await asyncio.sleep(0.5)
     started = time.perf_counter()
     gate.go.set()
     results = await asyncio.gather(*tasks, return_exceptions=True)
     wall = time.perf_counter() - started
-    ok = sum(r.count("succeeded") for r in results if isinstance(r, list))
+    ok = sum(status == "succeeded" for r in results if isinstance(r, list) for status, _ in r)
     errors = sorted({repr(r)[:160] for r in results if not isinstance(r, list)})
     return ok, wall, errors
 
@@ -138,7 +94,7 @@ def _run(mode: str, chain_on: bool, llm_port: int) -> dict[str, Any]:
 
 def measure(mode: str) -> dict[str, Any]:
     setup_django(mode)
-    llm, llm_port = _start_llm()
+    llm, llm_port = start_llm(delay=DELAY)
     runs: list[dict[str, Any]] = []
     try:
         for _ in range(ROUNDS):

@@ -141,7 +141,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def stop(proc: subprocess.Popen[bytes]) -> None:
+def stop(proc: subprocess.Popen[Any]) -> None:
     proc.terminate()
     try:
         proc.wait(timeout=10)

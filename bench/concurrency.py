@@ -118,9 +118,9 @@ def _tree(root: int, parents: dict[int, int]) -> list[int]:
     return found
 
 
-def start_llm(*extra: str) -> tuple[subprocess.Popen[str], int]:
+def start_llm(*extra: str, delay: float = DELAY) -> tuple[subprocess.Popen[str], int]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "bench.llm_process", "--delay", str(DELAY), *extra],
+        [sys.executable, "-m", "bench.llm_process", "--delay", str(delay), *extra],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,
@@ -232,8 +232,18 @@ class Gate:
 
 
 async def one_turn(port: int, conversation_id: int, cookie: str, gate: Gate) -> Any:
+    results = await turns_in_a_row(port, conversation_id, cookie, gate, 1)
+    return results[0]
+
+
+async def turns_in_a_row(
+    port: int, conversation_id: int, cookie: str, gate: Gate, turns: int
+) -> list[tuple[str, float]]:
+    """``turns`` messages one after another on one websocket, each once the last has ended:
+    (status, seconds) of each."""
     import websockets
 
+    out: list[tuple[str, float]] = []
     try:
         async with websockets.connect(
             f"ws://127.0.0.1:{port}/ws/conversations/{conversation_id}/",
@@ -246,16 +256,19 @@ async def one_turn(port: int, conversation_id: int, cookie: str, gate: Gate) -> 
             assert snapshot["type"] == "snapshot", snapshot
             gate.arrived()
             await gate.go.wait()
-            started = time.perf_counter()
-            await ws.send(json.dumps({"action": "send", "text": "What time is it in Tokyo?"}))
-            async with asyncio.timeout(TURN_TIMEOUT):
-                while True:
-                    event = json.loads(await ws.recv())
-                    if event["type"] == "turn" and not event["running"]:
-                        return event["status"], time.perf_counter() - started
+            for _ in range(turns):
+                started = time.perf_counter()
+                await ws.send(json.dumps({"action": "send", "text": "What time is it in Tokyo?"}))
+                async with asyncio.timeout(TURN_TIMEOUT):
+                    while True:
+                        event = json.loads(await ws.recv())
+                        if event["type"] == "turn" and not event["running"]:
+                            out.append((event["status"], time.perf_counter() - started))
+                            break
     finally:
         if not gate.all_ready.is_set():
             gate.arrived()  # a failed connection must not hold the others back
+    return out
 
 
 async def crowd(port: int, people: list[tuple[int, str]]) -> list[Any]:
@@ -320,7 +333,7 @@ def measure(mode: str, sizes: list[int]) -> dict[str, Any]:
     finally:
         for proc in procs.values():
             stop(proc)
-        stop(llm)  # type: ignore[arg-type]
+        stop(llm)
     return out
 
 
