@@ -392,3 +392,18 @@ def test_the_generated_key_is_kept_encrypted_and_an_operators_key_takes_over(
             ("feedfacefeedface", new_private_pem(), timezone.now()),
         )
     assert "feedfacefeedface" not in audit_chain.trusted_keys()
+
+
+def test_an_idle_seal_only_reads(db):
+    """Every AUDIT_SEAL_SECONDS on every deployment: with nothing to link and the head signed,
+    no lock is taken (on SQLite a write transaction holds back every writer)."""
+    from django.db import connection as conn
+    from django.test.utils import CaptureQueriesContext
+
+    _records(2)
+    audit_chain.seal()
+    with CaptureQueriesContext(conn) as seen:
+        assert audit_chain.seal() == 0
+    statements = [q["sql"].upper() for q in seen.captured_queries]
+    assert len(statements) <= 3
+    assert all(s.startswith("SELECT") and "FOR UPDATE" not in s for s in statements)

@@ -141,6 +141,8 @@ def _head_locked() -> AuditChainHead:
 def seal(*, batch: int = SEAL_BATCH) -> int:
     """Link what is final and not linked yet; sign a checkpoint when one is due. Returns how
     many records were linked."""
+    if not _work_waiting():
+        return 0  # most ticks: no lock taken (on SQLite every write transaction locks all)
     total = 0
     while True:
         with transaction.atomic():
@@ -171,15 +173,26 @@ def seal(*, batch: int = SEAL_BATCH) -> int:
             return total
 
 
-def _checkpoint_if_due(head: AuditChainHead) -> None:
-    last = AuditCheckpoint.objects.order_by("-seq", "-id").first()
-    if head.seq == 0 or (last is not None and last.seq >= head.seq):
-        return
-    due_by_count = head.seq - (last.seq if last else 0) >= settings.AUDIT_CHECKPOINT_RECORDS
-    due_by_time = last is None or timezone.now() - last.signed_at >= timedelta(
+def _work_waiting() -> bool:
+    """Records to link, or a checkpoint due (read without a lock)."""
+    if AuditRecord.objects.filter(_sealable()).exists():
+        return True
+    head = AuditChainHead.objects.filter(pk=1).values_list("seq", flat=True).first() or 0
+    return _checkpoint_due(head, AuditCheckpoint.objects.order_by("-seq", "-id").first())
+
+
+def _checkpoint_due(head: int, last: AuditCheckpoint | None) -> bool:
+    if head == 0 or (last is not None and last.seq >= head):
+        return False
+    if head - (last.seq if last else 0) >= settings.AUDIT_CHECKPOINT_RECORDS:
+        return True
+    return last is None or timezone.now() - last.signed_at >= timedelta(
         seconds=settings.AUDIT_CHECKPOINT_SECONDS
     )
-    if due_by_count or due_by_time:
+
+
+def _checkpoint_if_due(head: AuditChainHead) -> None:
+    if _checkpoint_due(head.seq, AuditCheckpoint.objects.order_by("-seq", "-id").first()):
         checkpoint_sign(seq=head.seq, hash=head.hash)
 
 
