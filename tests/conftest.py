@@ -121,6 +121,12 @@ def _everyone_granted_everything(request: pytest.FixtureRequest) -> Iterator[Non
     ]
     if not searching:  # the migration grants it to Everyone
         ToolGrant.objects.filter(kind="group", name="tool_search").delete()
+    # Staff may use every tool whatever the grants: switched off, it is offered to nobody.
+    from tools_app.models import ToolGroupConfig
+
+    ToolGroupConfig.objects.update_or_create(
+        name="tool_search", defaults={"enabled": searching}
+    )
     ToolGrant.objects.bulk_create(rows, ignore_conflicts=True)
     everyone.agent_profiles.add(*Agent.objects.all())
 

@@ -37,6 +37,26 @@ async function refreshList() {
   });
 }
 
+// One refresh at a time, in the order asked: two in flight could land out of order, and an
+// older answer (read before a call existed) would take away the item someone is typing in.
+let refreshing = null;
+let again = false;
+function refreshSoon() {
+  if (refreshing) {
+    again = true;
+    return;
+  }
+  refreshing = refreshList()
+    .catch(() => {})
+    .finally(() => {
+      refreshing = null;
+      if (again) {
+        again = false;
+        refreshSoon();
+      }
+    });
+}
+
 function connect() {
   const scheme = location.protocol === "https:" ? "wss" : "ws";
   const socket = new WebSocket(`${scheme}://${location.host}/ws/approvals/`);
@@ -48,7 +68,7 @@ function connect() {
     const event = JSON.parse(message.data);
     if (event.type !== "approvals") return;
     setCount(event.count);
-    if (list) refreshList().catch(() => {});
+    if (list) refreshSoon();
   });
   socket.addEventListener("close", () => {
     document.body.dataset.approvalsConnected = "false";

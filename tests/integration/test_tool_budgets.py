@@ -114,6 +114,9 @@ def test_the_admin_shows_and_saves_tool_budgets(admin_client, db):
         "max_iterations": 0,
         "tool_budgets": '{"web_search": -2}',
         "untrusted_sinks": "approval",
+        # What the admin's form shows prefilled (tool search, issue 38).
+        "tool_schema_budget": 1000,
+        "always_on_tools": "[]",
     }
     refused = admin_client.post("/admin/chat_app/agent/add/", data)
     assert refused.status_code == 200 and "0 or more" in refused.content.decode()
