@@ -124,9 +124,7 @@ def _everyone_granted_everything(request: pytest.FixtureRequest) -> Iterator[Non
     # Staff may use every tool whatever the grants: switched off, it is offered to nobody.
     from tools_app.models import ToolGroupConfig
 
-    ToolGroupConfig.objects.update_or_create(
-        name="tool_search", defaults={"enabled": searching}
-    )
+    ToolGroupConfig.objects.update_or_create(name="tool_search", defaults={"enabled": searching})
     ToolGrant.objects.bulk_create(rows, ignore_conflicts=True)
     everyone.agent_profiles.add(*Agent.objects.all())
 
