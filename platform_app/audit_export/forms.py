@@ -193,7 +193,28 @@ class ExporterForm(forms.ModelForm):
                     _("a relative directory of letters, digits, dots, dashes and underscores"),
                 )
             data["directory"] = directory
+            if kind == AuditExporter.Kind.FILE and self._directory_taken(directory):
+                self.add_error(
+                    "directory",
+                    _(
+                        "another file exporter writes in or around this directory; each "
+                        "needs one of its own (a run clears what it wrote after its cursor)"
+                    ),
+                )
         return data
+
+    def _directory_taken(self, directory: str) -> bool:
+        """Another file exporter's directory is this one, inside it, or around it."""
+        others = AuditExporter.objects.filter(kind=AuditExporter.Kind.FILE)
+        if self.instance.pk:
+            others = others.exclude(pk=self.instance.pk)
+        mine = directory.split("/")
+        for other in others.values_list("directory", flat=True):
+            theirs = other.strip("/").split("/")
+            shorter = min(len(mine), len(theirs))
+            if mine[:shorter] == theirs[:shorter]:
+                return True
+        return False
 
     def secrets_changed(self) -> set[str]:
         return {name for name in SECRETS if self.cleaned_data.get(name)}

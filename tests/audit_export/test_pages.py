@@ -79,6 +79,12 @@ def test_the_form_refuses_what_cannot_work(staff_user: Any) -> None:
     assert refused.status_code == 400 and "must be http" in refused.content.decode()
     refused = admin.post("/audit-export/", _form(kind="file", directory="../../etc"))
     assert refused.status_code == 400 and "relative directory" in refused.content.decode()
+    assert not AuditExporter.objects.exists()
+    AuditExporter.objects.create(name="daily", kind="file", directory="siem/daily")
+    for taken in ("siem/daily", "siem", "siem/daily/more"):
+        refused = admin.post("/audit-export/", _form(name="x", kind="file", directory=taken))
+        assert refused.status_code == 400 and "one of its own" in refused.content.decode()
+    AuditExporter.objects.all().delete()
     refused = admin.post("/audit-export/", _form(kind="syslog", host=""))
     assert refused.status_code == 400
     refused = admin.post("/audit-export/", _form(kind="s3", bucket="Not_A_Bucket"))
