@@ -77,6 +77,12 @@ class Command(BaseCommand):
         try:
             server.run()  # until SIGTERM or SIGINT
         finally:
+            if settings.MODE == "distributed":
+                from chat_app.services.process_beats import process_leave
+
+                # Now, while the database pool is certainly open, not at interpreter exit:
+                # the others stop counting this process at once.
+                process_leave()
             # The in-process worker's warm sandbox containers must not outlive the app.
             from tools_app.sandbox import shutdown_sandboxes
 
