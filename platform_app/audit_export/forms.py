@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
+from platform_app.audit_export.services import AUDITED
 from platform_app.models import AuditExporter
 
 _DIRECTORY = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]*(/[A-Za-z0-9_-][A-Za-z0-9._-]*)*$")
@@ -50,25 +51,8 @@ class ExporterForm(forms.ModelForm):
 
     class Meta:
         model = AuditExporter
-        fields = [
-            "name",
-            "kind",
-            "format",
-            "enabled",
-            "url",
-            "host",
-            "port",
-            "transport",
-            "verify_tls",
-            "ca_pem",
-            "directory",
-            "bucket",
-            "region",
-            "access_key_id",
-            "allow_private",
-            "batch_size",
-            "interval_seconds",
-        ]
+        # The settings an admin changes (the audit record shows them), and the CA certificate.
+        fields = [*AUDITED, "ca_pem"]
         labels = {
             "name": _("Name"),
             "kind": _("Kind"),
