@@ -29,6 +29,7 @@ BENCHES = [
     "usage_record",
     "observability",
     "audit_chain",
+    "turn_cost",
 ]
 
 
