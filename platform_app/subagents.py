@@ -225,7 +225,9 @@ def subagent_describe(subagent: Subagent) -> dict[str, Any]:
 
 
 def subagent_turn_finished(sender: object, turn: Any, **kwargs: object) -> None:
-    """``turn_finished`` receiver: one indexed SELECT for turns that are not a subagent's."""
+    """``turn_finished`` receiver: one indexed SELECT for a subagent's turn, none for others."""
+    if getattr(turn, "source", None) != "subagent":  # Turn.Source.SUBAGENT
+        return
     subagent_id = (
         Subagent.objects.filter(turn_id=turn.pk, status=Subagent.Status.RUNNING)
         .values_list("pk", flat=True)

@@ -213,7 +213,9 @@ def _round_prepare(turn_id: int, *, runner: str, clients: ClientCache | None) ->
     kind = kind_for(agent)
     offer, scope = turn_offer(turn, agent, kind)
     tool_language = agent.tool_language or language
-    shown = round_shown(offer, agent, turn_id=turn.pk, language=tool_language)
+    # A turn's first round has no calls yet: nothing tool_search loaded to look up.
+    searched = turn.pk if turn.round else None
+    shown = round_shown(offer, agent, turn_id=searched, language=tool_language)
     plan = RoundPlan(
         turn_id=turn.pk,
         conversation_id=turn.conversation_id,

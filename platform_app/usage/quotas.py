@@ -73,22 +73,38 @@ def resets_text(period: str, now: datetime | None = None) -> str:
 _lock = threading.Lock()
 _token: str | None = None
 _people: dict[int, tuple[Applicable, ...]] = {}
+_any: bool | None = None  # whether any quota with a limit exists, under ``_token``
 
 
 def applicable_quotas(user_id: int | None) -> tuple[Applicable, ...]:
-    """The quotas that bind this person now (from memory while the token stands)."""
-    global _token
+    """The quotas that bind this person now (from memory while the token stands). With no
+    quota anywhere (most deployments), one indexed read per token, not one per person."""
+    global _token, _any
     if user_id is None:
         return ()
     token = selectors.config_snapshot().token
     with _lock:
-        if token is not None and token == _token and user_id in _people:
-            return _people[user_id]
+        if token is not None and token == _token:
+            if _any is False:
+                return ()
+            if user_id in _people:
+                return _people[user_id]
+    if token is None or token != _token or _any is None:
+        anywhere = Quota.objects.filter(limit__isnull=False).exists()
+        if token is not None:
+            with _lock:
+                if token != _token:
+                    _token = token
+                    _people.clear()
+                _any = anywhere
+        if not anywhere:
+            return ()
     found = _compute(user_id)
     if token is not None:
         with _lock:
             if token != _token:
                 _token = token
+                _any = None
                 _people.clear()
             if len(_people) > 20_000:
                 _people.clear()
@@ -126,9 +142,10 @@ def _compute(user_id: int) -> tuple[Applicable, ...]:
 
 
 def quotas_forget() -> None:
-    global _token
+    global _token, _any
     with _lock:
         _token = None
+        _any = None
         _people.clear()
 
 

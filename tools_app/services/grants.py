@@ -184,12 +184,27 @@ def grants_of_person(
     return frozenset(names)
 
 
+def person_group_ids(user_id: int) -> tuple[int, ...]:
+    """The person's groups now, Everyone included: within a unit of work that pinned the
+    configuration (a model round, a binding) read once per token, which memberships move
+    on. Grants and usage (its records' shares, the quotas) ask for the same."""
+
+    def build() -> tuple[int, ...]:
+        return tuple(
+            Group.objects.filter(Q(user__pk=user_id) | Q(name=EVERYONE))
+            .order_by("pk")
+            .values_list("pk", flat=True)
+            .distinct()
+        )
+
+    return selectors.config_memo(("person groups", user_id), build)
+
+
 def _compute(
     user_id: int, by_group: dict[int, frozenset[str]], everyone: int | None
 ) -> frozenset[str] | None:
     def groups_of(username: str) -> set[int]:
-        ids = set(Group.objects.filter(user__pk=user_id).order_by().values_list("pk", flat=True))
-        return ids | ({everyone} if everyone is not None else set())
+        return set(person_group_ids(user_id))  # Everyone's id is among them when it exists
 
     return grants_of_person(user_id, by_group, groups_of)
 
