@@ -3,7 +3,7 @@
 A round ends with one UPDATE of its message (its text, its state). Since usage is recorded,
 the round's record comes first: the tokens and the price (``round_usage``, from the
 per-token cache) and ``usage_record`` (the record and its shares in the person's groups: one
-statement on PostgreSQL, ``chat_app/services/usage_statements.py``; two INSERTs on SQLite,
+statement on PostgreSQL until issue 38, two INSERTs since, as on SQLite,
 each its own commit), for a person in three groups (four with Everyone). Writing
 them in the message's transaction instead (with the savepoint a failed record needs) was
 measured too, and cost more: 3.6 ms against 1.7 ms added (PostgreSQL, a loaded machine), the

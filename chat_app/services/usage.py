@@ -23,16 +23,12 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Protocol
 
-from django.contrib.auth.models import Group
-from django.db.models import Q
-
 from chat_app.models import ModelPrice, Turn, UsageRecord, UsageRecordGroup
 from chat_app.providers import ModelReply
 from chat_app.services.live import Stopped
-from chat_app.services.usage_statements import one_statement, record_with_shares
 from infra import metrics
 from tools_app import selectors
-from tools_app.services.grants import EVERYONE
+from tools_app.services.grants import person_group_ids
 
 if TYPE_CHECKING:
     from chat_app.models import Agent, Provider
@@ -149,18 +145,7 @@ def cost_of(price: Price | None, *, input_tokens: int, output_tokens: int, cache
 
 def user_group_ids(user_id: int | None) -> tuple[int, ...]:
     """The person's groups now, Everyone included (memberships move the token on)."""
-    if user_id is None:
-        return ()
-
-    def build() -> tuple[int, ...]:
-        return tuple(
-            Group.objects.filter(Q(user__pk=user_id) | Q(name=EVERYONE))
-            .order_by("pk")
-            .values_list("pk", flat=True)
-            .distinct()
-        )
-
-    return selectors.config_memo(("usage", "groups", user_id), build)
+    return () if user_id is None else person_group_ids(user_id)
 
 
 # --- the record -----------------------------------------------------------------------------
@@ -213,8 +198,8 @@ def usage_record(
     duration_ms: int,
     outcome: str,
 ) -> UsageRecord:
-    """Store the round's record and its shares in the person's groups (one statement on
-    PostgreSQL, ``usage_statements``; two INSERTs on SQLite), and count it in the metrics."""
+    """Store the round's record and its shares in the person's groups (two INSERTs), and
+    count it in the metrics."""
     record = UsageRecord(
         user_id=user_id,
         username=username,
@@ -238,23 +223,20 @@ def usage_record(
     )
     groups = user_group_ids(user_id)
     tokens = usage.input_tokens + usage.output_tokens
-    if groups and one_statement():
-        record_with_shares(record, groups, tokens=tokens, cost=usage.cost)
-    else:
-        record.save(force_insert=True)
-        if groups:
-            UsageRecordGroup.objects.bulk_create(
-                [
-                    UsageRecordGroup(
-                        record=record,
-                        group_id=group_id,
-                        created_at=record.created_at,
-                        tokens=tokens,
-                        cost=usage.cost,
-                    )
-                    for group_id in groups
-                ]
-            )
+    record.save(force_insert=True)
+    if groups:
+        UsageRecordGroup.objects.bulk_create(
+            [
+                UsageRecordGroup(
+                    record=record,
+                    group_id=group_id,
+                    created_at=record.created_at,
+                    tokens=tokens,
+                    cost=usage.cost,
+                )
+                for group_id in groups
+            ]
+        )
     metrics.model_round(
         kind=getattr(provider, "kind", ""),
         model=model,

@@ -102,50 +102,6 @@ def test_the_claim_carries_the_configuration_token(conversation: Any) -> None:
     assert claimed.cc_config_token == ToolConfigVersion.objects.get(pk=1).token  # type: ignore[attr-defined]
 
 
-def test_a_compiled_insert_writes_the_row_save_would(conversation: Any) -> None:
-    from tools_app.models import AuditRecord
-    from tools_app.services.call_statements import row_insert
-
-    def unsaved() -> ToolCall:
-        return ToolCall(
-            conversation=conversation,
-            user=conversation.owner,
-            tool="current_time",
-            group="time",
-            arguments={"timezone": "Europe/Berlin", "nested": {"ü": [1, 2.5, None]}},
-            raw_arguments='{"timezone": "Europe/Berlin"}',
-            approver_group_ids=[3, 5],
-            scope=["current_time"],
-            status=ToolCall.Status.AWAITING_APPROVAL,
-        )
-
-    mine, saved = unsaved(), unsaved()
-    row_insert(mine)
-    saved.save()
-    assert mine.pk and mine.pk != saved.pk and not mine._state.adding
-    stored = ToolCall.objects.get(pk=mine.pk)
-    skip = {"id", "created_at"}
-    as_saved = {k: v for k, v in model_to_dict(saved).items() if k not in skip}
-    assert {k: v for k, v in model_to_dict(stored).items() if k not in skip} == as_saved
-    assert model_to_dict(mine) == model_to_dict(stored)
-    assert stored.created_at == mine.created_at  # auto_now_add, as save() sets it
-    # Twice the same shape (compiled once), and the audit record's model too.
-    again = unsaved()
-    row_insert(again)
-    assert again.pk > saved.pk
-    record = AuditRecord(
-        kind=AuditRecord.Kind.CALL,
-        tool_call_id=mine.pk,
-        user_id=mine.user_id,
-        username="alice",
-        conversation_title=conversation.title,
-        arguments={"password": "***redacted***"},
-        status="queued",
-    )
-    row_insert(record)
-    assert model_to_dict(record) == model_to_dict(AuditRecord.objects.get(pk=record.pk))
-
-
 def _indexes(model: Any) -> dict[str, tuple[str, ...]]:
     """A table's indexes by name: their columns, and "partial" where they have a condition."""
     from django.db import connection

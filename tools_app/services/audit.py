@@ -11,7 +11,6 @@ from django.utils import timezone
 
 from infra import access
 from tools_app.models import AuditRecord, ToolCall
-from tools_app.services.call_statements import row_insert
 
 RESULT_CAP = 16_000  # characters of JSON kept per result
 _SECRET_KEY = re.compile(
@@ -106,7 +105,7 @@ def audit_call(call: ToolCall, *, new: bool = False, changes: dict[str, Any] | N
         conversation_title=title or "",
         **fields,
     )
-    row_insert(record)  # record.save(), its INSERT compiled once (call_statements)
+    record.save(force_insert=True)
 
 
 def audit_approval(

@@ -43,7 +43,6 @@ from tools_app.registry import GROUPS, TOOLS, BaseTool, GroupSettings, get_tool,
 from tools_app.runtime import BindContext, scope_narrow
 from tools_app.services.approval_notify import approval_waiting
 from tools_app.services.audit import audit_call
-from tools_app.services.call_statements import row_insert
 from tools_app.services.decision import (
     ALLOWED,
     APPROVAL,
@@ -669,7 +668,7 @@ def toolcall_store(
     ):
         approved = _standing(call)
     _shadow_record(checked, store_refusal=store_refusal, standing=approved is not None)
-    row_insert(call)  # call.save(), its INSERT compiled once (call_statements)
+    call.save(force_insert=True)
     if approved is not None:
         approved()  # its audit record, now that the call has an id
     if call.status == ToolCall.Status.AWAITING_APPROVAL:

@@ -1,6 +1,5 @@
-"""The statements every tool call runs, written out: its claim and its end on the worker, the
-read of the tool configuration's token that binding and the worker each make, and the INSERTs
-of the call and its audit record.
+"""The statements every tool call runs, written out: its claim and its end on the worker, and
+the read of the tool configuration's token that binding and the worker each make.
 
 Everything else in the project goes through the ORM. The claim and the end stay SQL because of an
 A/B in one ``make bench`` run (50 conversations at once, 2-core host, 2026-11-25):
@@ -9,11 +8,9 @@ distributed) and embedded CPU per turn rose 12–15 %, beyond the run-to-run spr
 claim and finish took 0.5 ms of CPU written out and 2.2 ms through the ORM (SQLite), the ORM
 building five statements where these are two; a turn reads the configuration token five
 times, 0.04 ms each written out, 0.2 ms through the ORM.
-The INSERT of a bound call and of a call's audit record is Django's own statement, compiled
-once per model (``row_insert``) rather than on every call: an A/B in one ``bench binding`` run
-(2026-11-27, two rounds each way) took a bind with its audit record from 0.43–0.45 to 0.33 ms
-(``current_time``, median) and 0.78–0.80 to 0.68 ms (``shell_exec``); compiling the INSERT of
-a ToolCall's thirty-odd columns was a third of a bind.
+The INSERTs of a bound call and of its audit record are the ORM's ``save()``: an INSERT cache
+compiled once per model saved 0.1 ms a bind, which no end-to-end figure could see (issue 38,
+``bench/HISTORY.md``), and it skipped ``save()`` overrides and signal receivers unseen.
 ``tests/tools/test_call_statements.py`` holds them to what the ORM would do: the same row,
 the same refusals.
 
@@ -29,8 +26,7 @@ from typing import Any
 from django.db import connection
 from django.db.models import Field
 
-from infra.compiled_insert import insert_row
-from tools_app.models import AuditRecord, ToolCall, ToolConfigVersion
+from tools_app.models import ToolCall, ToolConfigVersion
 
 
 def _field(name: str) -> Field[Any, Any]:
@@ -108,11 +104,3 @@ def call_end(call: ToolCall, fields: dict[str, Any], *, allowed: tuple[str, ...]
 
 def _prep(name: str, value: Any) -> Any:
     return _field(name).get_db_prep_save(value, connection)
-
-
-# --- the INSERT of a call and of its audit record, compiled once --------------------------------
-def row_insert(obj: ToolCall | AuditRecord) -> None:
-    """``obj.save()`` for a new call or audit record, with the INSERT Django's compiler built
-    once per model and database (``infra.compiled_insert``). Neither model has a ``save()``
-    override or a signal receiver that this skips."""
-    insert_row(obj)
