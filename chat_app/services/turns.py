@@ -28,6 +28,7 @@ from chat_app.services.uploads import clean_attachments
 from chat_app.signals import turn_finished, turn_stopping
 from infra import access, metrics, tracing
 from infra.celery_app import app as celery_app
+from tools_app import selectors
 from tools_app.models import ToolCall
 from tools_app.services.execution import toolcall_cancel
 
@@ -175,7 +176,8 @@ def _turn_start(
         if slashed is not None:
             turn_advance(slashed.pk)
         return slashed
-    agent = agent_for_conversation(conversation)
+    with selectors.config_pinned():  # the profile from memory while the token stands
+        agent = agent_for_conversation(conversation)
     turn = Turn(
         conversation=conversation,
         user_id=user_id,
@@ -238,9 +240,10 @@ def conversation_touch(conversation: Conversation, *, first_text: str = "") -> b
 
 def turn_finish(turn: Turn, *, status: str, error: str = "", notice: str = "") -> bool:
     """Finish a running turn exactly once; optionally leave a notice for the person."""
+    finished_at = timezone.now()
     with transaction.atomic():
         done = Turn.objects.filter(pk=turn.pk, status=Turn.Status.RUNNING).update(
-            status=status, phase=Turn.Phase.DONE, finished_at=timezone.now(), error=error
+            status=status, phase=Turn.Phase.DONE, finished_at=finished_at, error=error
         )
         if not done:
             return False
@@ -252,7 +255,13 @@ def turn_finish(turn: Turn, *, status: str, error: str = "", notice: str = "") -
                 role=Message.Role.NOTICE,
                 content=notice,
             )
-    turn.refresh_from_db()
+    # What this UPDATE wrote, without reading the row back: only it ends a turn.
+    turn.status, turn.phase, turn.finished_at, turn.error = (
+        status,
+        Turn.Phase.DONE,
+        finished_at,
+        error,
+    )
     _turn_ended(turn)
     if message is not None:
         message_publish(message, calls=[])
