@@ -16,7 +16,11 @@ def message_event(message: Message, calls: list[Any] | None = None) -> dict[str,
     a closing reply), saving the query."""
     if calls is None:
         calls = list(message.tool_calls.all()) if message.pk else []
-    if message.role == Message.Role.USER and message.turn_id is not None:
+    if (
+        message.role == Message.Role.USER
+        and message.turn_id is not None
+        and "branch" not in message.__dict__  # the caller knows it (a turn it just started)
+    ):
         # An edited or regenerated message shows its branch switcher ("‹ 2/2 ›").
         tree = turn_tree(message.conversation_id)
         message.branch = tree.branch_info(message.turn_id)  # type: ignore[attr-defined]

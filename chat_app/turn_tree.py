@@ -53,6 +53,18 @@ class TurnTree:
             next=siblings[i + 1] if i + 1 < len(siblings) else None,
         )
 
+    def head(self) -> int | None:
+        """The last turn of the shown path (``turn_head_id``): where a new turn goes."""
+        return self.path[-1] if self.path else None
+
+    def branch_info_added(self, turn_id: int, parent_id: int | None) -> BranchInfo | None:
+        """``branch_info`` of ``turn_id``, just added under ``parent_id`` (the newest of its
+        siblings), without reading the tree again."""
+        self.parent[turn_id] = parent_id
+        self.children.setdefault(parent_id, []).append(turn_id)
+        self.order.append(turn_id)
+        return self.branch_info(turn_id)
+
     def is_linear(self) -> bool:
         return len(self.path) == len(self.order)
 

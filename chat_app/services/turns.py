@@ -26,6 +26,7 @@ from chat_app.services.slash import slash_run
 from chat_app.services.titles import DEFAULT_TITLE, title_from
 from chat_app.services.uploads import clean_attachments
 from chat_app.signals import turn_finished, turn_stopping
+from chat_app.turn_tree import turn_tree
 from infra import access, metrics, tracing
 from infra.celery_app import app as celery_app
 from tools_app import selectors
@@ -190,8 +191,14 @@ def _turn_start(
         heartbeat_at=timezone.now(),  # queued at
         trace_context=trace,
     )
+    # One read of the tree: the new turn's parent (the head, unless it is a branch) and the
+    # branch switcher its message shows.
+    tree = turn_tree(conversation.pk)
     if branch_of is not None:
         turn.branch_from(branch_of)
+    else:
+        turn.parent_id = tree.head()
+        turn._root = turn.parent_id is None  # type: ignore[attr-defined]
     message = Message(
         conversation=conversation,
         role=Message.Role.USER,
@@ -204,6 +211,7 @@ def _turn_start(
         message.turn = turn
         message.save()
         titled = conversation_touch(conversation, first_text=text)
+    message.branch = tree.branch_info_added(turn.pk, turn.parent_id)  # type: ignore[attr-defined]
     # The person's message goes out before the round is queued: whatever the round publishes
     # (its reply, a refused call's card) must follow it on the page.
     message_publish(message, calls=[])
