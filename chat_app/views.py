@@ -34,14 +34,19 @@ class AuthedHtmxRequest(HttpRequest):
     htmx: HtmxDetails
 
 
+def sidebar_source(request: AuthedHtmxRequest, conversation: Conversation | None) -> str:
+    """The sidebar's list: the one the open conversation is in (the chat's, or the API's),
+    the chat's when it is someone else's."""
+    if conversation is not None and conversation.owner_id == request.user.pk:
+        return str(conversation.source)
+    return str(Conversation.Source.CHAT)
+
+
 def sidebar_groups_for(
     request: AuthedHtmxRequest, conversation: Conversation | None = None
 ) -> list[Group]:
-    """The sidebar's conversations, grouped (Pinned, Today, Yesterday, …): the list the open
-    conversation is in (the chat's, or the API's), the chat's when it is someone else's."""
-    source: str = Conversation.Source.CHAT
-    if conversation is not None and conversation.owner_id == request.user.pk:
-        source = conversation.source
+    """The sidebar's conversations, grouped (Pinned, Today, Yesterday, …), of its list."""
+    source = sidebar_source(request, conversation)
     return sidebar_groups(selectors.sidebar_conversations(request.user, source))
 
 
@@ -50,6 +55,7 @@ def _sidebar_context(request: AuthedHtmxRequest, conversation: Conversation) -> 
         "conversation": conversation,
         "conversation_groups": sidebar_groups_for(request, conversation),
         "has_api_conversations": selectors.has_api_conversations(request.user),
+        "sidebar_source": sidebar_source(request, conversation),
     }
 
 
@@ -99,6 +105,7 @@ def conversation_page(request: AuthedHtmxRequest, conversation_id: int) -> HttpR
             "conversation": conversation,
             "conversation_groups": sidebar_groups_for(request, conversation),
             "has_api_conversations": selectors.has_api_conversations(request.user),
+            "sidebar_source": sidebar_source(request, conversation),
             "messages": selectors.conversation_messages(conversation),
             "running": selectors.running_turn(conversation) is not None,
             "waiting": clarification_waiting(conversation) is not None,
