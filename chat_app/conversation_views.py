@@ -13,7 +13,7 @@ from chat_app.models import Conversation
 from chat_app.services import conversations as services
 from chat_app.services import sharing, transfer
 from chat_app.services.search import conversations_search
-from chat_app.views import AuthedHtmxRequest, _owned, sidebar_groups_for
+from chat_app.views import AuthedHtmxRequest, _owned, _sidebar_context
 from infra import access
 
 
@@ -22,7 +22,7 @@ def _list_or_redirect(request: AuthedHtmxRequest, conversation: Conversation) ->
         return render(
             request,
             "chat/page.html#conversation-list",
-            {"conversation": conversation, "conversation_groups": sidebar_groups_for(request)},
+            _sidebar_context(request, conversation),
         )
     return redirect("chat:conversation", conversation_id=conversation.pk)
 

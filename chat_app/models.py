@@ -121,6 +121,14 @@ class Conversation(models.Model):
     # Pinned conversations head the sidebar; archived ones leave it for the Archived view.
     pinned_at = models.DateTimeField(null=True, blank=True)
     archived_at = models.DateTimeField(null=True, blank=True)
+
+    class Source(models.TextChoices):
+        CHAT = "chat", _("chat")
+        API = "api", _("API")
+
+    # Where it was started: the chat, or a program through /v1 or the REST API. The sidebar
+    # lists the two apart (issue 39): a script's conversations do not bury the person's own.
+    source = models.CharField(max_length=8, choices=Source.choices, default=Source.CHAT)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

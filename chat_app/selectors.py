@@ -21,11 +21,22 @@ def conversations_for(user: Any) -> QuerySet[Conversation]:
 SIDEBAR_LIMIT = 300
 
 
-def sidebar_conversations(user: Any) -> list[Conversation]:
-    """The owner's conversations that are not archived, most recent first (pinned ones too:
-    the sidebar puts them on top)."""
-    mine = conversations_for(user).filter(archived_at__isnull=True)
+def sidebar_conversations(user: Any, source: str = Conversation.Source.CHAT) -> list[Conversation]:
+    """The owner's conversations from ``source`` (the chat, or the API: the sidebar's two
+    lists) that are not archived, most recent first (pinned ones too: the sidebar puts them
+    on top)."""
+    mine = conversations_for(user).filter(archived_at__isnull=True, source=source)
     return list(mine.only("id", "title", "pinned_at", "updated_at")[:SIDEBAR_LIMIT])
+
+
+def has_api_conversations(user: Any) -> bool:
+    """Whether the sidebar shows its API list's tab."""
+    return conversations_for(user).filter(source=Conversation.Source.API).exists()
+
+
+def latest_conversation(user: Any, source: str = Conversation.Source.CHAT) -> Conversation | None:
+    """The owner's most recent conversation from ``source`` that is not archived."""
+    return conversations_for(user).filter(archived_at__isnull=True, source=source).first()
 
 
 def archived_conversations(user: Any) -> QuerySet[Conversation]:

@@ -18,6 +18,7 @@ urlpatterns = [
     path("c/<int:conversation_id>/export.<str:fmt>", cv.export, name="export"),
     path("c/<int:conversation_id>/share/", cv.share, name="share"),
     path("c/archived/", cv.archived, name="archived"),
+    path("c/api/", views.api_list, name="api_list"),
     path("c/import/", cv.import_page, name="import"),
     path("search/", cv.search, name="search"),
     path("s/<str:token>/", cv.shared, name="shared"),

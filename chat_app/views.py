@@ -34,9 +34,29 @@ class AuthedHtmxRequest(HttpRequest):
     htmx: HtmxDetails
 
 
-def sidebar_groups_for(request: AuthedHtmxRequest) -> list[Group]:
-    """The sidebar's conversations, grouped (Pinned, Today, Yesterday, …)."""
-    return sidebar_groups(selectors.sidebar_conversations(request.user))
+def sidebar_source(request: AuthedHtmxRequest, conversation: Conversation | None) -> str:
+    """The sidebar's list: the one the open conversation is in (the chat's, or the API's),
+    the chat's when it is someone else's."""
+    if conversation is not None and conversation.owner_id == request.user.pk:
+        return str(conversation.source)
+    return str(Conversation.Source.CHAT)
+
+
+def sidebar_groups_for(
+    request: AuthedHtmxRequest, conversation: Conversation | None = None
+) -> list[Group]:
+    """The sidebar's conversations, grouped (Pinned, Today, Yesterday, …), of its list."""
+    source = sidebar_source(request, conversation)
+    return sidebar_groups(selectors.sidebar_conversations(request.user, source))
+
+
+def _sidebar_context(request: AuthedHtmxRequest, conversation: Conversation) -> dict[str, Any]:
+    return {
+        "conversation": conversation,
+        "conversation_groups": sidebar_groups_for(request, conversation),
+        "has_api_conversations": selectors.has_api_conversations(request.user),
+        "sidebar_source": sidebar_source(request, conversation),
+    }
 
 
 def _owned(request: AuthedHtmxRequest, conversation_id: int) -> Conversation:
@@ -48,9 +68,18 @@ def _owned(request: AuthedHtmxRequest, conversation_id: int) -> Conversation:
 
 @access.signed_in
 def index(request: AuthedHtmxRequest) -> HttpResponse:
-    latest = selectors.conversations_for(request.user).filter(archived_at__isnull=True).first()
+    latest = selectors.latest_conversation(request.user)
     if latest is None:
         latest = Conversation.objects.create(owner=request.user)
+    return redirect("chat:conversation", conversation_id=latest.pk)
+
+
+@access.signed_in
+def api_list(request: AuthedHtmxRequest) -> HttpResponse:
+    """The sidebar's API tab: the latest conversation a program started (none: the chat)."""
+    latest = selectors.latest_conversation(request.user, Conversation.Source.API)
+    if latest is None:
+        return redirect("chat:index")
     return redirect("chat:conversation", conversation_id=latest.pk)
 
 
@@ -74,7 +103,9 @@ def conversation_page(request: AuthedHtmxRequest, conversation_id: int) -> HttpR
         "chat/page.html",
         {
             "conversation": conversation,
-            "conversation_groups": sidebar_groups_for(request),
+            "conversation_groups": sidebar_groups_for(request, conversation),
+            "has_api_conversations": selectors.has_api_conversations(request.user),
+            "sidebar_source": sidebar_source(request, conversation),
             "messages": selectors.conversation_messages(conversation),
             "running": selectors.running_turn(conversation) is not None,
             "waiting": clarification_waiting(conversation) is not None,
@@ -159,7 +190,7 @@ def conversation_rename(request: AuthedHtmxRequest, conversation_id: int) -> Htt
     return render(
         request,
         "chat/page.html#conversation-list",
-        {"conversation": conversation, "conversation_groups": sidebar_groups_for(request)},
+        _sidebar_context(request, conversation),
     )
 
 

@@ -42,6 +42,9 @@ SCOPES: dict[str, str] = {
     "audit": "admins: query and export the audit log",
 }
 ADMIN_SCOPES = frozenset({"tools:admin", "audit"})
+# Ticked on the Tokens page's new-token form: the least a token may do (read-only); a person
+# ticks what else it needs.
+DEFAULT_SCOPES = ("read",)
 # The most requests a minute a person may give their own token; admins may give more.
 MEMBER_RATE_LIMIT_MAX = 10_000
 ADMIN_RATE_LIMIT_MAX = 1_000_000

@@ -57,9 +57,8 @@ def _offered(token: Any) -> list[str]:
 
 
 def _tools_for(token_id: int) -> list[dict[str, Any]]:
-    from tools_app import selectors
     from tools_app.models import ApiToken
-    from tools_app.services.grants import grants_narrow
+    from tools_app.services.decision import usable_tools
 
     token = ApiToken.objects.select_related("agent").get(pk=token_id)
     # The token's tools within its owner's grants, as they are now (binding checks them too).
@@ -69,7 +68,7 @@ def _tools_for(token_id: int) -> list[dict[str, Any]]:
             "description": tool.description(),
             "input_schema": tool.anthropic_schema()["input_schema"],
         }
-        for tool in selectors.enabled_tools(grants_narrow(token.user_id, _offered(token)))
+        for tool in usable_tools(token.user_id, _offered(token))
     ]
 
 

@@ -22,6 +22,7 @@ from infra import access
 from infra.safe_json import json_loads_safe
 from platform_app import preapprovals, reports, self_service
 from platform_app.api_tokens import (
+    DEFAULT_SCOPES,
     SCOPES,
     TokenError,
     api_token_create,
@@ -52,6 +53,7 @@ def _tokens_context(request: HttpRequest, created: str | None) -> dict[str, Any]
         "agents": agents_for(request.user),
         "created": created,
         "scopes": [(name, SCOPES[name]) for name in held],
+        "default_scopes": DEFAULT_SCOPES,
         "default_rate_limit": settings.API_RATE_LIMIT_PER_MINUTE,
         "mcp_url": request.build_absolute_uri("/mcp/"),
         "v1_url": request.build_absolute_uri("/v1"),

@@ -29,7 +29,7 @@ from tools_app.schema import plain_schema, strict_schema, supports_strict
 
 if TYPE_CHECKING:
     from tools_app.previews import Preview, PreviewContext
-    from tools_app.runtime import ActivityContext, BindContext
+    from tools_app.runtime import ActivityContext, BindContext, Caller
 
 
 def secret_fields(model: type[BaseModel]) -> tuple[str, ...]:
@@ -217,6 +217,13 @@ class BaseTool(BaseModel, Generic[SettingsT]):
     def check_policy(self, settings: SettingsT, ctx: BindContext) -> None:
         """Raise PolicyDenied when the admin's settings (the tool group's) forbid these
         arguments."""
+
+    @classmethod
+    def caller_refusal(cls, settings: SettingsT, caller: Caller) -> str | None:
+        """Why the admin's settings refuse this function to ``caller`` whatever the arguments
+        (None: they do not). ``check_policy`` raises it at binding, and the model is not offered
+        a function it names (``tools_app.services.decision.usable_tools``): one check for both."""
+        return None
 
     def sink(self, settings: SettingsT) -> str:
         """What this call would send out of the conversation ("a POST to api.example.com"),

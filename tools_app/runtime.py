@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Generic
 
@@ -40,6 +41,24 @@ def scope_narrow(scope: Iterable[str] | None, names: Iterable[str] | None) -> li
         return list(scope)
     inside = set(scope)
     return [name for name in names if name in inside]
+
+
+class Caller:
+    """Who calls, as the checks that do not depend on a call's arguments ask it
+    (``BaseTool.caller_refusal``): read from the database once, when first asked."""
+
+    def __init__(self, user_id: int | None) -> None:
+        self.user_id = user_id
+
+    @cached_property
+    def is_staff(self) -> bool:
+        """An active admin (staff)."""
+        if self.user_id is None:
+            return False
+        from django.contrib.auth import get_user_model
+
+        users = get_user_model().objects.filter(pk=self.user_id, is_active=True, is_staff=True)
+        return users.exists()
 
 
 @dataclass

@@ -58,6 +58,20 @@ def agent_default() -> Agent:
     return agent
 
 
+def agent_shipped(name: str) -> Agent | None:
+    """The profile the product ships under ``name``, made now through the function that
+    makes it when the chat first needs it ("General": ``agent_default``; "Researcher":
+    ``researcher_ensure``), so a fresh install's ``manage.py access import`` may name it
+    before anyone has chatted. None: not a shipped name, or "General" while another profile
+    is the default (an admin replaced it)."""
+    if name == DEFAULT_AGENT:
+        agent = agent_default()
+        return agent if agent.name == name else None
+    if name == RESEARCHER["name"]:
+        return researcher_ensure()
+    return None
+
+
 def agents_for(user: Any) -> QuerySet[Agent]:
     """The profiles ``user`` may pick: those given to one of their groups (Everyone
     included); every profile for staff."""

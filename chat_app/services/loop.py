@@ -86,7 +86,7 @@ DEFAULT_SYSTEM_PROMPT = (
 
 NO_PROVIDER = gettext_noop(
     "No LLM provider is configured, so I cannot answer. An admin can add one under "
-    "**Admin → Providers** (`/admin/chat_app/provider/add/`) or start the app with "
+    "**Agents → Providers** (`/agents/providers/new/`) or start the app with "
     "`LLM_PROVIDER`, `LLM_BASE_URL`, `LLM_API_KEY` and `LLM_MODEL` set. "
     "Slash commands work without one: type `/help`."
 )

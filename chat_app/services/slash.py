@@ -16,12 +16,12 @@ from tools_app.models import ToolCall
 from tools_app.registry import BaseTool
 from tools_app.runtime import BindContext
 from tools_app.services.binding import CallLimits, CallRequest, toolcall_bind, toolcall_dispatch
-from tools_app.services.grants import grants_narrow
+from tools_app.services.decision import usable_tools
 
 
 def help_text(user_id: int | None = None) -> str:
     lines = [_("**Slash commands** call a tool directly, no LLM needed:"), ""]
-    for tool in selectors.enabled_tools(grants_narrow(user_id, None)):
+    for tool in usable_tools(user_id, None):
         example = json.dumps(tool.example(), ensure_ascii=False)
         alias = (_(" (or `/%(alias)s …`)") % {"alias": tool.tool_slash}) if tool.tool_slash else ""
         description = text_localized(tool.description())

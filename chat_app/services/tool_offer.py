@@ -3,7 +3,8 @@
 ``turn_offer`` is the one place that turns a person's grants, the agent profile's tools, the
 turn's scope and the kind's budgets into the tools a round may offer: the loop asks it every
 round and ``tool_search`` (platform_app) asks it to know what it may find. There is no second
-evaluator of grants: it calls the same ``grants_narrow`` and ``enabled_tools`` binding trusts.
+evaluator of grants: it calls ``usable_tools``, made of the steps binding takes (grants, the
+switches, and the settings that refuse a function to a person whatever the arguments).
 
 Tool search: when the schemas of those tools weigh more than the profile's
 ``tool_schema_budget`` (tokens, by the usage estimate) and ``tool_search`` is among them, the
@@ -26,12 +27,11 @@ from chat_app.agent_kinds.tool_names import AGENT_GROUP, TOOL_SEARCH
 from chat_app.models import Agent, Turn
 from chat_app.services.tool_specs import one_line, tool_specs_chars
 from chat_app.services.usage import CHARS_PER_TOKEN
-from tools_app import selectors
 from tools_app.i18n import text_in
 from tools_app.models import ToolCall
 from tools_app.registry import GROUPS, BaseTool
 from tools_app.runtime import scope_narrow
-from tools_app.services.grants import grants_narrow
+from tools_app.services.decision import usable_tools
 
 # Always on when the profile names none: the skill index in the system prompt points at
 # skill_load, and memory_search is how the agent recalls what the person told it before.
@@ -43,7 +43,7 @@ def turn_offer(turn: Turn, agent: Agent, kind: AgentKind) -> tuple[RoundOffer, l
     within the kind's budgets), and the scope its calls bind within."""
     scope = scope_narrow(turn.tool_scope, agent.allowed_tools())
     # The model is offered only what the person may use (binding refuses the rest anyway).
-    offer = kind.offer(turn, selectors.enabled_tools(grants_narrow(turn.user_id, scope)))
+    offer = kind.offer(turn, usable_tools(turn.user_id, scope))
     return offer, scope
 
 

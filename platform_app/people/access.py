@@ -36,6 +36,7 @@ from django.db import transaction
 from django.utils.translation import gettext as _
 
 from chat_app.models import Agent
+from chat_app.services.agents import agent_shipped
 from platform_app.people.services import EVERYONE, everyone_group
 from tools_app import selectors
 from tools_app.models import ToolConfigVersion, ToolFunctionConfig, ToolGrant, ToolSource
@@ -226,7 +227,8 @@ def _plan_group(entry: Any, index: int) -> _GroupPlan:
     if "agents" in entry:
         plan.agents = []
         for line, agent_name in _names(entry, "agents"):
-            agent = Agent.objects.filter(name=agent_name).first()
+            # A shipped profile is made lazily: named here, it is made now (issue 39).
+            agent = Agent.objects.filter(name=agent_name).first() or agent_shipped(agent_name)
             if agent is None:
                 raise _fail(line, f"no agent profile named {agent_name!r}")
             plan.agents.append(agent)

@@ -194,6 +194,15 @@ class GrantToolGroup:
     description: str
     whole: bool
     functions: list[tuple[str, str, bool]]  # (name, description, granted on its own)
+    # What is granted here but no member could run (issue 39): the group switched off, or
+    # functions its settings keep for admins (the Docker group's "Admins only").
+    switched_off: bool = False
+    refused: list[str] = field(default_factory=list)
+    granted: int = 0  # functions granted, whole group or one by one
+
+    @property
+    def admins_only(self) -> bool:
+        return bool(self.granted) and not self.switched_off and len(self.refused) == self.granted
 
 
 @dataclass
@@ -210,6 +219,7 @@ def grant_editor(group: Group, posted: Any = None) -> GrantEditor:
     from chat_app.models import Agent
     from tools_app import selectors as tool_selectors
     from tools_app.models import ToolSource
+    from tools_app.services.decision import refused_to_members
     from tools_app.services.grants import group_grants
 
     if posted is not None:
@@ -228,17 +238,22 @@ def grant_editor(group: Group, posted: Any = None) -> GrantEditor:
             continue  # an imported source: listed below, granted whole
         if not tool_group.tools and tool_group.name not in granted["group"]:
             continue
+        ordered = sorted(tool_group.tools, key=lambda t: t.tool_name)
         functions = [
-            (t.tool_name, t.description(), t.tool_name in granted["function"])
-            for t in sorted(tool_group.tools, key=lambda t: t.tool_name)
+            (t.tool_name, t.description(), t.tool_name in granted["function"]) for t in ordered
         ]
+        whole = tool_group.name in granted["group"]
+        given = [t for t in ordered if whole or t.tool_name in granted["function"]]
         tool_groups.append(
             GrantToolGroup(
                 name=tool_group.name,
                 label=tool_group.label,
                 description=tool_group.description,
-                whole=tool_group.name in granted["group"],
+                whole=whole,
                 functions=functions,
+                switched_off=bool(given) and not tool_selectors.group_enabled(tool_group.name),
+                refused=refused_to_members(given) if given else [],
+                granted=len(given),
             )
         )
     sources = [

@@ -16,6 +16,7 @@ from typing import Any
 from django.contrib.auth.models import Group
 from django.db.models import Avg, Count, Q, QuerySet, Sum
 from django.db.models.functions import TruncDate
+from django.utils.translation import gettext_lazy as _
 
 from chat_app.models import UsageRecord, UsageRecordGroup
 from platform_app.models import Quota
@@ -23,7 +24,12 @@ from platform_app.usage import quotas as quota_rules
 from tools_app.models import AuditRecord, ToolCall
 
 MAX_DAYS = 366
-PRESETS = {"7": "Last 7 days", "30": "Last 30 days", "90": "Last 90 days", "month": "This month"}
+PRESETS = {
+    "7": _("Last 7 days"),
+    "30": _("Last 30 days"),
+    "90": _("Last 90 days"),
+    "month": _("This month"),
+}
 _FAILED = (ToolCall.Status.FAILED, ToolCall.Status.DENIED)
 
 

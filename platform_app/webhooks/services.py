@@ -44,6 +44,8 @@ from django.utils.translation import gettext as _
 
 from infra.signing import signature
 from platform_app.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
+from tools_app.errors import NetworkError, PolicyDenied
+from tools_app.netguard import check_url
 from tools_app.selectors import config_memo
 
 logger = logging.getLogger(__name__)
@@ -79,12 +81,13 @@ def signature_valid(
 
 
 # --- endpoints --------------------------------------------------------------------------------
-def _check(url: str, events: list[str]) -> None:
+def _check(url: str, events: list[str], *, allow_private: bool) -> None:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise WebhookError(_("the URL must be http:// or https:// with a host"))
     if parts.username or parts.password:
         raise WebhookError(_("credentials in the URL are not allowed; the signature authenticates"))
+    _check_host(url, parts.hostname, allow_private=allow_private)
     unknown = sorted(set(events) - set(WebhookEndpoint.Event.values))
     if unknown:
         raise WebhookError(_("unknown event %(unknown)s") % {"unknown": f"{unknown[0]!r}"})
@@ -92,11 +95,37 @@ def _check(url: str, events: list[str]) -> None:
         raise WebhookError(_("choose at least one event"))
 
 
+def _check_host(url: str, host: str, *, allow_private: bool) -> None:
+    """The delivery's own SSRF guard, asked at save: an endpoint it would refuse is not saved
+    (a name that does not resolve now is saved; delivery asks again every time)."""
+    try:
+        check_url(url, private_allowed=[host] if allow_private else [])
+    except NetworkError:
+        return
+    except PolicyDenied as exc:
+        if not allow_private:
+            try:
+                check_url(url, private_allowed=[host])
+            except (NetworkError, PolicyDenied):
+                pass
+            else:
+                raise WebhookError(
+                    _(
+                        "%(host)s is a private or loopback host: deliveries to it are refused "
+                        "unless “Allow a private or loopback host” is ticked"
+                    )
+                    % {"host": host}
+                ) from None
+        raise WebhookError(
+            _("deliveries to this URL would be refused: %(reason)s") % {"reason": exc.reason}
+        ) from None
+
+
 def endpoint_create(
     *, user: Any, name: str, url: str, events: list[str], allow_private: bool = False
 ) -> tuple[WebhookEndpoint, str]:
     """A new endpoint and its secret (shown once to the admin; kept encrypted to sign)."""
-    _check(url, events)
+    _check(url, events, allow_private=allow_private)
     secret = secret_new()
     endpoint = WebhookEndpoint.objects.create(
         name=name.strip()[:100] or urlsplit(url).hostname or "webhook",
@@ -118,7 +147,7 @@ def endpoint_update(
     enabled: bool,
     allow_private: bool,
 ) -> WebhookEndpoint:
-    _check(url, events)
+    _check(url, events, allow_private=allow_private)
     endpoint.name = name.strip()[:100] or endpoint.name
     endpoint.url = url
     endpoint.events = [e for e in WebhookEndpoint.Event.values if e in events]

@@ -55,20 +55,20 @@ function daysChart(canvas, colors) {
   options.interaction = { mode: "index", intersect: false };
   options.scales = {
     x: axis(colors, { ticks: { maxRotation: 0, autoSkip: true, maxTicksLimit: 8 }, grid: { display: false }, rest: { stacked: true } }),
-    y: axis(colors, { ticks: { callback: compact }, rest: { stacked: true, beginAtZero: true, title: { display: true, text: "tokens", color: colors.text } } }),
+    y: axis(colors, { ticks: { callback: compact }, rest: { stacked: true, beginAtZero: true, title: { display: true, text: gettext("tokens"), color: colors.text } } }),
     cost: axis(colors, { ticks: { callback: money }, grid: { display: false }, rest: { position: "right", beginAtZero: true } }),
   };
   options.plugins.tooltip = {
-    callbacks: { label: (c) => (c.dataset.yAxisID === "cost" ? `cost ${money(c.parsed.y)}` : `${c.dataset.label} ${c.parsed.y.toLocaleString()}`) },
+    callbacks: { label: (c) => (c.dataset.yAxisID === "cost" ? format(gettext("cost %(cost)s"), { cost: money(c.parsed.y) }) : `${c.dataset.label} ${c.parsed.y.toLocaleString()}`) },
   };
   return new Chart(canvas, {
     type: "bar",
     data: {
       labels: d.labels.map((day) => day.slice(5)),
       datasets: [
-        { label: "tokens in", data: d.input, backgroundColor: colors.accent, stack: "t", maxBarThickness: 48 },
-        { label: "tokens out", data: d.output, backgroundColor: colors.purple, stack: "t", maxBarThickness: 48 },
-        { label: "cost", data: d.cost, type: "line", yAxisID: "cost", borderColor: colors.warn, backgroundColor: colors.warn, pointRadius: 2, cubicInterpolationMode: "monotone" },
+        { label: gettext("tokens in"), data: d.input, backgroundColor: colors.accent, stack: "t", maxBarThickness: 48 },
+        { label: gettext("tokens out"), data: d.output, backgroundColor: colors.purple, stack: "t", maxBarThickness: 48 },
+        { label: gettext("cost"), data: d.cost, type: "line", yAxisID: "cost", borderColor: colors.warn, backgroundColor: colors.warn, pointRadius: 2, cubicInterpolationMode: "monotone" },
       ],
     },
     options,
@@ -87,7 +87,7 @@ function breakdownChart(canvas, rows, colors) {
   options.plugins.tooltip = { callbacks: { label: (c) => (priced ? format(gettext("cost %(cost)s"), { cost: money(c.parsed.x) }) : format(gettext("%(count)s tokens"), { count: c.parsed.x.toLocaleString() })) } };
   return new Chart(canvas, {
     type: "bar",
-    data: { labels: rows.labels, datasets: [{ label: priced ? "cost" : "tokens", data: priced ? rows.cost : rows.tokens, backgroundColor: colors.accent, borderRadius: 3, maxBarThickness: 26 }] },
+    data: { labels: rows.labels, datasets: [{ label: priced ? gettext("cost") : gettext("tokens"), data: priced ? rows.cost : rows.tokens, backgroundColor: colors.accent, borderRadius: 3, maxBarThickness: 26 }] },
     options,
   });
 }
@@ -105,8 +105,8 @@ function toolsChart(canvas, colors) {
     data: {
       labels: t.labels,
       datasets: [
-        { label: "succeeded or running", data: t.calls, backgroundColor: colors.ok, maxBarThickness: 26 },
-        { label: "failed or refused", data: t.failed, backgroundColor: colors.bad, maxBarThickness: 26 },
+        { label: gettext("succeeded or running"), data: t.calls, backgroundColor: colors.ok, maxBarThickness: 26 },
+        { label: gettext("failed or refused"), data: t.failed, backgroundColor: colors.bad, maxBarThickness: 26 },
       ],
     },
     options,

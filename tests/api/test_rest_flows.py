@@ -10,7 +10,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from chat_app.models import Turn
+from chat_app.models import Conversation, Turn
 from tests.api.conftest import token_for
 from tests.llm_server import Call, Reply
 from tools_app.models import AuditRecord, ToolCall
@@ -53,6 +53,8 @@ def test_a_program_sends_a_message_and_follows_its_turn(
         Reply(text="It is teatime in Berlin.", chunk_size=4, chunk_delay=0.02),
     )
     conversation = api.post("/conversations", json={"title": "From a script"}).json()
+    made = Conversation.objects.get(pk=conversation["id"])
+    assert made.source == Conversation.Source.API  # the sidebar's API list (issue 39)
 
     sent = api.post(f"/conversations/{conversation['id']}/messages", json={"text": "Time?"})
 

@@ -52,6 +52,7 @@ def test_a_plain_turn_answers_through_the_sdk(
     assert extra["status"] == "succeeded" and extra["tool_calls"] == []
     conversation = Conversation.objects.get(pk=extra["conversation_id"])
     assert conversation.owner == user and conversation.agent.name == "General"
+    assert conversation.source == Conversation.Source.API  # the sidebar's API list (issue 39)
     turn = Turn.objects.get(pk=extra["turn_id"])
     assert turn.source == Turn.Source.API and turn.conversation == conversation
     assert [m.content for m in conversation.messages.order_by("id")] == [

@@ -131,9 +131,13 @@ def test_a_500_is_tried_again_with_backoff_until_it_is_delivered(
 
 
 def _refused(url: str, *, allow_private: bool, staff_user: Any) -> WebhookDelivery:
+    # Saved before the save-time check (or a name that resolved elsewhere then): delivery
+    # guards on its own, every time.
     endpoint, _ = endpoint_create(
-        user=staff_user, name="t", url=url, events=["schedule.fired"], allow_private=allow_private
+        user=staff_user, name="t", url="https://hooks.invalid/", events=["schedule.fired"]
     )
+    WebhookEndpoint.objects.filter(pk=endpoint.pk).update(url=url, allow_private=allow_private)
+    endpoint.refresh_from_db()
     assert webhook_emit("schedule.fired", lambda: {"schedule_id": 1}) >= 1
     delivery = WebhookDelivery.objects.get(endpoint=endpoint)
     # Tried here, or by a worker that took it first (never by both: an attempt claims it).

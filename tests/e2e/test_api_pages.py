@@ -102,8 +102,11 @@ def test_a_person_makes_a_narrow_token_and_edits_it_on_a_phone(browser, app_serv
         # Not a member's to hold: not offered.
         expect(form.locator("input[name=scopes][value='tools:admin']")).to_have_count(0)
         form.get_by_label("Name").fill("n8n")
-        for scope in ("write", "approve", "mcp"):
-            form.locator(f"input[name=scopes][value={scope}]").uncheck()
+        # Only the read-only scope is ticked to start with (issue 39): the rest is chosen.
+        for scope in ("chat", "write", "approve", "mcp"):
+            expect(form.locator(f"input[name=scopes][value={scope}]")).not_to_be_checked()
+        expect(form.locator("input[name=scopes][value=read]")).to_be_checked()
+        form.locator("input[name=scopes][value=chat]").check()
         form.get_by_label("Requests a minute").fill("30")
         form.get_by_role("button", name="Create token").click()
         expect(page.locator("#new-token")).to_be_visible()

@@ -10,11 +10,14 @@ caller's scope, the arguments, allow-lists, guards — is the same code for both
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from tools_app import selectors
-from tools_app.services.grants import granted_tools
+from tools_app.registry import BaseTool
+from tools_app.runtime import Caller
+from tools_app.services.grants import granted_tools, grants_narrow
 
 ALLOWED, APPROVAL, DENIED, FAILED = "allowed", "approval", "denied", "failed"
 VERDICTS = (ALLOWED, APPROVAL, DENIED, FAILED)
@@ -92,3 +95,36 @@ class Checks:
 
     refusal: Decision | None = None
     escalated: str = ""
+
+
+def usable_tools(user_id: int | None, names: Iterable[str] | None) -> list[type[BaseTool]]:
+    """The tools out of ``names`` (None: every tool) this person could call now: granted,
+    enabled, and not refused to them by their group's settings whatever the arguments (the
+    Docker tools while they are for admins only, an operation an admin has not allowed).
+    What a person or a client is offered (the model's rounds, tool search, ``/mcp/``, the
+    slash help) comes from here, and each step is the one binding takes, so an offer never
+    holds a function binding must refuse."""
+    snapshot = selectors.config_snapshot()
+    caller = Caller(user_id)
+    settings: dict[str, Any] = {}
+    usable = []
+    for tool in selectors.enabled_tools(grants_narrow(user_id, names)):
+        if tool.tool_group not in settings:
+            settings[tool.tool_group] = snapshot.settings(tool.tool_group)
+        if tool.caller_refusal(settings[tool.tool_group], caller) is None:
+            usable.append(tool)
+    return usable
+
+
+def refused_to_members(tools: Iterable[type[BaseTool]]) -> list[str]:
+    """The functions out of ``tools`` a member (anyone but an admin) could not call now, even
+    granted them: switched off, or refused by their group's settings whatever the arguments.
+    The grants editor warns with it; binding and ``usable_tools`` take the same steps."""
+    snapshot = selectors.config_snapshot()
+    member = Caller(None)  # no user: not an admin, which is all these checks ask
+    refused = []
+    for tool in tools:
+        state = selectors.tool_state(tool, snapshot)
+        if state.disabled_reason or tool.caller_refusal(state.settings, member) is not None:
+            refused.append(tool.tool_name)
+    return refused

@@ -137,7 +137,9 @@ def conversation_create(request: HttpRequest, body: ConversationIn) -> Any:
     Send it messages with ``POST /api/conversations/{id}/messages``."""
     agent = _agent_for(request, body.agent)
     title = body.title.strip() or "New conversation"
-    conversation = Conversation.objects.create(owner=user_of(request), agent=agent, title=title)
+    conversation = Conversation.objects.create(
+        owner=user_of(request), agent=agent, title=title, source=Conversation.Source.API
+    )
     return 201, _out(conversation)
 
 

@@ -162,7 +162,10 @@ def chat_prepare(
         return Prepared(conversation, False, agent.name, text, trace, scope, token.user_id)
     with transaction.atomic():
         conversation = Conversation.objects.create(
-            owner=token.user, agent=agent, title=_title(earlier, text)
+            owner=token.user,
+            agent=agent,
+            title=_title(earlier, text),
+            source=Conversation.Source.API,
         )
         Message.objects.bulk_create(
             [

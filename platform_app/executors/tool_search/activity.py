@@ -13,10 +13,9 @@ from chat_app.services.tool_offer import tools_search, turn_offer
 from chat_app.services.turns import conversation_language
 from platform_app.executors.tool_search.settings import ToolSearchSettings
 from platform_app.executors.tool_search.tools import ToolSearch
-from tools_app import selectors
 from tools_app.registry import BaseTool, activity
 from tools_app.runtime import ActivityContext
-from tools_app.services.grants import grants_narrow
+from tools_app.services.decision import usable_tools
 
 
 def _searchable(ctx: ActivityContext[ToolSearchSettings]) -> tuple[list[type[BaseTool]], str]:
@@ -27,7 +26,7 @@ def _searchable(ctx: ActivityContext[ToolSearchSettings]) -> tuple[list[type[Bas
     if ctx.turn_id is not None:
         turn = Turn.objects.select_related("conversation").filter(pk=ctx.turn_id).first()
     if turn is None:
-        return selectors.enabled_tools(grants_narrow(ctx.user_id, ctx.scope)), ""
+        return usable_tools(ctx.user_id, ctx.scope), ""
     agent = agent_for_conversation(turn.conversation)
     offer, _scope = turn_offer(turn, agent, kind_for(agent))
     language = agent.tool_language or conversation_language(turn.conversation)

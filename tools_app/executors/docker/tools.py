@@ -4,41 +4,44 @@ import fnmatch
 import re
 from typing import ClassVar
 
-from django.contrib.auth import get_user_model
 from pydantic import Field
 
 from tools_app.errors import PolicyDenied
 from tools_app.executors.docker.settings import DockerSettings, port_ranges
 from tools_app.executors.shell.policy import split_argv
 from tools_app.registry import BaseTool
-from tools_app.runtime import BindContext
+from tools_app.runtime import BindContext, Caller
 
 
 def is_staff(user_id: int | None) -> bool:
-    if user_id is None:
-        return False
-    users = get_user_model().objects.filter(pk=user_id, is_active=True, is_staff=True)
-    return users.exists()
+    return Caller(user_id).is_staff
 
 
 class _DockerTool(BaseTool[DockerSettings], abstract=True):
     docker_operation: ClassVar[str] = "list"
 
-    def check_policy(self, settings: DockerSettings, ctx: BindContext) -> None:
+    @classmethod
+    def caller_refusal(cls, settings: DockerSettings, caller: Caller) -> str | None:
         # The engine sees every container of the host, the app's own included: admins only
         # unless an admin decides otherwise.
-        if settings.staff_only and not is_staff(ctx.user_id):
-            raise PolicyDenied(
+        if settings.staff_only and not caller.is_staff:
+            return (
                 "the Docker tool is for admins only (an admin can open it to everyone in the "
                 "Tools Manager)"
             )
-        op = type(self).docker_operation
+        op = cls.docker_operation
         if op not in settings.allowed_operations:
-            raise PolicyDenied(
+            return (
                 f"docker operation '{op}' is not allowed (allowed: "
                 f"{', '.join(settings.allowed_operations) or 'none'}); an admin can enable it "
                 "in the Tools Manager under Docker → allowed operations"
             )
+        return None
+
+    def check_policy(self, settings: DockerSettings, ctx: BindContext) -> None:
+        refusal = self.caller_refusal(settings, Caller(ctx.user_id))
+        if refusal is not None:
+            raise PolicyDenied(refusal)
 
 
 class DockerListContainers(_DockerTool, group="docker"):
