@@ -1,4 +1,4 @@
-"""Many people at once: turn time for 1, 50 and 500 conversations, in both modes.
+"""Many people at once: turn time for 1, 50, 200 and 500 conversations, in both modes.
 
 A turn is what a person waits for: the message goes out over the chat websocket, the model
 (the scripted LLM server in its own process, thinking ``DELAY`` seconds per reply) asks for
@@ -15,7 +15,7 @@ Embedded: ``manage.py serve`` alone (SQLite, in-process runner and worker). Dist
 process, an agent runner and one tools worker (``celery worker -Q tools,browser``) as separate
 processes on Redis and Postgres.
 
-    python -m bench concurrency                  # both modes, 1/50/500
+    python -m bench concurrency                  # both modes, 1/50/200/500
     python -m bench.concurrency embedded 1,50    # one mode, chosen sizes
 """
 
@@ -35,10 +35,11 @@ from typing import Any
 from bench.common import ROOT, child_env, emit, run_each_mode, setup_django, stop, wait
 
 DELAY = float(os.environ.get("BENCH_LLM_DELAY", "2.0"))
-SIZES = [1, 50, 500]
+SIZES = [1, 50, 200, 500]
 ALONE_REPEATS = 5
 TURN_TIMEOUT = 180.0
-TARGETS = {"50": 1.5, "500": 2.0, "rss_mb_500": 1536}
+# p95 ÷ alone (issue 38: ≤ 1.5× at 200 and ≤ 3× at 500, embedded, on a 2-core host)
+TARGETS = {"50": 1.5, "200": 1.5, "500": 3.0, "rss_mb_500": 1536}
 TOOLS_WORKER = ["-P", "threads", "-c", "16"]
 PLOT = ROOT / "docs" / "concurrency.png"
 
@@ -345,6 +346,10 @@ def verdict(results: dict[str, Any]) -> dict[str, Any]:
             met[f"{mode}_50_p95_within_{TARGETS['50']}x"] = (
                 r["50"].get("p95_vs_alone", 99) <= TARGETS["50"] and r["50"]["lost"] == 0
             )
+        if "200" in r:
+            met[f"{mode}_200_p95_within_{TARGETS['200']}x"] = (
+                r["200"].get("p95_vs_alone", 99) <= TARGETS["200"] and r["200"]["lost"] == 0
+            )
         if "500" in r:
             met[f"{mode}_500_p95_within_{TARGETS['500']}x"] = (
                 r["500"].get("p95_vs_alone", 99) <= TARGETS["500"] and r["500"]["lost"] == 0
@@ -367,7 +372,7 @@ def plot(results: dict[str, Any]) -> None:
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
     for mode, color in (("embedded", "#2f5bd3"), ("distributed", "#1e7d46")):
         r = results.get(mode) or {}
-        sizes = [int(k) for k in ("1", "50", "500") if k in r and "p50_s" in r[k]]
+        sizes = [int(k) for k in ("1", "50", "200", "500") if k in r and "p50_s" in r[k]]
         if not sizes:
             continue
         ax.plot(sizes, [r[str(n)]["p50_s"] for n in sizes], "o-", color=color, label=f"{mode} p50")
@@ -380,8 +385,8 @@ def plot(results: dict[str, Any]) -> None:
             label=f"{mode} p95",
         )
     ax.set_xscale("log")
-    ax.set_xticks([1, 50, 500])
-    ax.set_xticklabels(["1", "50", "500"])
+    ax.set_xticks([1, 50, 200, 500])
+    ax.set_xticklabels(["1", "50", "200", "500"])
     ax.set_xlabel("conversations at once")
     ax.set_ylabel("turn time (s)")
     ax.set_ylim(bottom=0)
