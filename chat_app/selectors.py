@@ -56,9 +56,10 @@ def may_read_others_conversations(user: Any) -> bool:
 def conversation_for_viewer(user: Any, conversation_id: int) -> Conversation | None:
     """The owner's conversation; an auditor may also look at anyone's (read-only, and each
     such read is audited: chat_app.services.privacy)."""
-    if may_read_others_conversations(user):
-        return Conversation.objects.select_related("owner").filter(pk=conversation_id).first()
-    return conversation_for(user, conversation_id)
+    own = conversation_for(user, conversation_id)
+    if own is not None or not may_read_others_conversations(user):
+        return own  # the owner's first: no permission lookup for the common case
+    return Conversation.objects.select_related("owner").filter(pk=conversation_id).first()
 
 
 def shown_messages(conversation_id: int, messages: list[Message]) -> list[Message]:

@@ -35,7 +35,9 @@ def approvals(request: HttpRequest) -> dict[str, object]:
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         return {}
-    from tools_app.services.approval import approvals_for, is_approver
+    from tools_app.services.approval import approvals_for, decider_group_ids, is_approver
 
-    count = len(approvals_for(user))
-    return {"cc_approver": bool(count) or user.is_staff or is_approver(user), "cc_approvals": count}
+    mine = decider_group_ids(user)  # once for both
+    count = len(approvals_for(user, mine))
+    approver = bool(count) or user.is_staff or is_approver(user, mine)
+    return {"cc_approver": approver, "cc_approvals": count}

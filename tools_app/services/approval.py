@@ -467,15 +467,19 @@ def toolcall_decide(
     return toolcall_deny(call=call, user=user, note=note)
 
 
-def is_approver(user: Any) -> bool:
-    """Whether one of this person's groups approves some function's calls."""
+def is_approver(user: Any, group_ids: set[int] | None = None) -> bool:
+    """Whether one of this person's groups approves some function's calls. ``group_ids``:
+    ``decider_group_ids(user)``, when the caller has it."""
+    if group_ids is None:
+        group_ids = decider_group_ids(user)
     return ToolFunctionConfig.approver_groups.through.objects.filter(
-        group_id__in=decider_group_ids(user)
+        group_id__in=group_ids
     ).exists()
 
 
-def approvals_for(user: Any) -> list[ToolCall]:
-    """The calls waiting for an approver that this person may decide, oldest first."""
+def approvals_for(user: Any, group_ids: set[int] | None = None) -> list[ToolCall]:
+    """The calls waiting for an approver that this person may decide, oldest first.
+    ``group_ids``: ``decider_group_ids(user)``, when the caller has it."""
     if not getattr(user, "is_authenticated", False):
         return []
     waiting = (
@@ -488,7 +492,7 @@ def approvals_for(user: Any) -> list[ToolCall]:
         .select_related("user", "conversation")
         .order_by("created_at", "pk")
     )
-    mine = decider_group_ids(user)
+    mine = decider_group_ids(user) if group_ids is None else group_ids
     return [
         call for call in waiting if approval_refusal(user=user, call=call, group_ids=mine) is None
     ]
