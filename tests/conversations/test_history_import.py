@@ -177,7 +177,7 @@ def test_deep_nesting_and_huge_strings_are_refused(db):
 
 
 def test_a_file_of_no_known_format_is_refused(db):
-    assert "not an export of Open WebUI, ChatGPT or LibreChat" in refused({"hello": 1})
+    assert "not a conversation export of Control Center, Open WebUI" in refused({"hello": 1})
     assert refused(b"{not json").startswith("not valid JSON")
     assert refused([{"mapping": {}}], "librechat").startswith("the file: expected one conversation")
 

@@ -25,6 +25,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from chat_app.models import Conversation, ImportSource, Message, Turn
+from chat_app.services import transfer
 from chat_app.services.history_import import formats
 from chat_app.services.history_import.formats import FormatError, Node, Thread
 from chat_app.services.titles import DEFAULT_TITLE
@@ -37,7 +38,7 @@ MAX_MESSAGES = 100_000  # in the whole file
 MAX_MESSAGES_PER_CONVERSATION = 10_000
 # A LibreChat tree nests two levels per message; deeper JSON is refused before it is walked.
 MAX_JSON_DEPTH = 400
-FORMATS = ("auto", "openwebui", "chatgpt", "librechat")
+FORMATS = ("auto", "controlcenter", "openwebui", "chatgpt", "librechat")
 SKIP_ALREADY = "already imported"
 SKIP_NO_TEXT = "no text messages"
 
@@ -234,12 +235,12 @@ def parse(raw: bytes | str, fmt: str = "auto") -> tuple[str, list[Thread]]:
     if fmt == "auto":
         if found is None:
             raise HistoryImportError(
-                "not an export of Open WebUI, ChatGPT or LibreChat (choose the format to see "
-                "what is wrong with it)"
+                "not a conversation export of Control Center, Open WebUI, ChatGPT or LibreChat "
+                "(choose the format to see what is wrong with it)"
             )
         fmt = found
-    if fmt == "controlcenter":
-        raise HistoryImportError("a Control Center export: use Import a conversation")
+    if fmt == "controlcenter":  # one conversation, read by chat_app.services.transfer
+        return fmt, []
     threads: list[Thread] = []
     total = 0
     try:
@@ -262,6 +263,33 @@ def parse(raw: bytes | str, fmt: str = "auto") -> tuple[str, list[Thread]]:
     return fmt, threads
 
 
+def _audit(summary: ImportSummary, *, owner: Any, raw: bytes | str, actor: Any, via: str) -> None:
+    data = raw if isinstance(raw, bytes) else raw.encode()
+    audit_history_import(
+        actor=actor,
+        owner=owner,
+        via=via,
+        fmt=summary.format,
+        counts={**summary.counts(), "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)},
+    )
+
+
+def _control_center(*, owner: Any, raw: bytes | str, actor: Any, via: str) -> ImportSummary:
+    """A Control Center export (one conversation, its tool calls as records)."""
+    summary = ImportSummary(format="controlcenter")
+    with transaction.atomic():
+        try:
+            conversation = transfer.import_conversation(owner=owner, raw=raw)
+        except transfer.ImportError_ as exc:
+            raise HistoryImportError(str(exc)) from None
+        conversation.imported_from = ImportSource.CONTROL_CENTER
+        conversation.save(update_fields=["imported_from"])
+        summary.conversations.append(conversation)
+        summary.messages = conversation.messages.count()
+        _audit(summary, owner=owner, raw=raw, actor=actor, via=via)
+    return summary
+
+
 def history_import(
     *, owner: Any, raw: bytes | str, fmt: str = "auto", actor: Any, via: str
 ) -> ImportSummary:
@@ -269,6 +297,8 @@ def history_import(
     is who asked (None: an operator's command). The caller has checked that ``actor`` may
     import into ``owner`` (``infra.access.history_import_into``)."""
     fmt, threads = parse(raw, fmt)
+    if fmt == "controlcenter":
+        return _control_center(owner=owner, raw=raw, actor=actor, via=via)
     summary = ImportSummary(format=fmt)
     known = set(
         Conversation.objects.filter(owner=owner, imported_from=fmt).values_list(
@@ -295,17 +325,5 @@ def history_import(
             summary.conversations.append(conversation)
             # The export's messages (a message with two answers is in two turns here).
             summary.messages += len(kept)
-        audit_history_import(
-            actor=actor,
-            owner=owner,
-            via=via,
-            fmt=ImportSource(fmt).value,
-            counts={
-                **summary.counts(),
-                "sha256": hashlib.sha256(
-                    raw if isinstance(raw, bytes) else raw.encode()
-                ).hexdigest(),
-                "bytes": len(raw),
-            },
-        )
+        _audit(summary, owner=owner, raw=raw, actor=actor, via=via)
     return summary
