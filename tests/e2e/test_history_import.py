@@ -77,6 +77,7 @@ def test_imported_history_reads_the_same_in_the_chat(browser, app_server, user, 
                 page.evaluate("document.documentElement.dataset.theme = 'light'")
             summary.get_by_role("link", name=title).click()
             wait_connected(page)
+            expect(page.locator("#imported-from")).to_contain_text("Imported from")
             answers = page.locator(".message.role-assistant")
             expect(answers.first).to_contain_text(shown)
             mine = page.locator(".message.role-user").first
