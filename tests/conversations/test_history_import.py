@@ -37,6 +37,7 @@ def run(owner: Any, name: str, fmt: str = "auto") -> Any:
     )
 
 
+@pytest.mark.modes  # bulk writes and their ids on PostgreSQL too
 def test_it_imports_open_webui_with_its_branches(user):
     summary = run(user, "openwebui-export.json")
     assert summary.format == "openwebui"
@@ -74,6 +75,7 @@ def test_it_imports_open_webui_with_its_branches(user):
     assert not ToolCall.objects.exists()
 
 
+@pytest.mark.modes  # bulk writes and their ids on PostgreSQL too
 def test_it_imports_chatgpt_skipping_tool_calls_and_hidden_messages(user):
     summary = run(user, "chatgpt-conversations.json")
     assert summary.format == "chatgpt" and len(summary.conversations) == 2
@@ -196,6 +198,7 @@ def test_too_many_messages_are_refused(db, monkeypatch):
     assert "more than 3 messages" in refused(fixture("librechat-export.json"))
 
 
+@pytest.mark.modes  # bulk writes and their ids on PostgreSQL too
 def test_a_refused_file_imports_nothing(user):
     data = fixture("openwebui-export.json")
     data[1]["chat"]["history"]["messages"]["r1"]["parentId"] = "elsewhere"
@@ -204,6 +207,7 @@ def test_a_refused_file_imports_nothing(user):
     assert not Conversation.objects.exists() and not Message.objects.exists()
 
 
+@pytest.mark.modes  # bulk writes and their ids on PostgreSQL too
 def test_a_long_tree_imports_without_recursion(user):
     """A 3,000-message chain (1,500 turns) in the flat LibreChat form."""
     data = fixture("librechat-export.json")
@@ -220,3 +224,15 @@ def test_a_long_tree_imports_without_recursion(user):
         owner=user, raw=raw(data), actor=user, via="test"
     ).conversations
     assert len(shown(conversation)) == 3000
+
+
+@pytest.mark.modes  # PostgreSQL refuses NUL in text
+def test_nul_is_stored_cleaned_and_a_lone_surrogate_refused(user):
+    text = (FIXTURES / "librechat-export.json").read_text()
+    nul = text.replace("Write a haiku about backups.", "Write\\u0000 a haiku about backups.")
+    (conversation,) = history_import(owner=user, raw=nul, actor=user, via="test").conversations
+    assert shown(conversation)[0] == ("user", "Write a haiku about backups.")
+    broken = text.replace("Write a haiku about backups.", "Write a \\ud800haiku.")
+    with pytest.raises(HistoryImportError) as exc:
+        history_import(owner=user, raw=broken, actor=user, via="test")
+    assert str(exc.value).startswith("messages[0].text: Input should be a valid string")
