@@ -142,3 +142,9 @@ def test_the_command_refuses_clearly(user, args: list[Any], says: str):
         call_command("conversations", "import", str(FIXTURES / "openwebui-export.json"), *args)
     assert says in str(exc.value)
     assert not Conversation.objects.exists()
+
+
+def test_the_audit_log_shows_the_import(user, staff_user):
+    logged_in(user).post("/c/import/", {"file": upload("openwebui-export.json")})
+    page = logged_in(staff_user).get("/tools/audit/").content.decode()
+    assert "2 conversations into alice's account" in page
