@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from django.utils.translation import gettext as _
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 MAX_TEXT = 1_000_000  # characters of one message
@@ -158,7 +159,7 @@ class OwuiChat(_Model):
 
 def openwebui_threads(data: Any) -> Iterator[Thread]:
     if not isinstance(data, list):
-        raise FormatError("the file: expected a list of chats (Open WebUI's export)")
+        raise FormatError(_("the file: expected a list of chats (Open WebUI's export)"))
     for i, item in enumerate(data):
         where = f"[{i}]"
         chat = validate(OwuiChat, item, where, frozenset({"messages"}))
@@ -265,7 +266,7 @@ def _gpt_node(key: str, node: GptNode, where: str, counts: dict[str, int]) -> No
 
 def chatgpt_threads(data: Any) -> Iterator[Thread]:
     if not isinstance(data, list):
-        raise FormatError("the file: expected a list of conversations (conversations.json)")
+        raise FormatError(_("the file: expected a list of conversations (conversations.json)"))
     for i, item in enumerate(data):
         where = f"conversations[{i}]"
         conversation = validate(GptConversation, item, where, frozenset({"mapping"}))
@@ -365,7 +366,7 @@ def _lc_messages(items: list[Any], where: str, tree: bool) -> Iterator[tuple[LcM
 
 def librechat_threads(data: Any) -> Iterator[Thread]:
     if not isinstance(data, dict):
-        raise FormatError("the file: expected one conversation (LibreChat's export)")
+        raise FormatError(_("the file: expected one conversation (LibreChat's export)"))
     conversation = validate(LcConversation, data, "")
     items, name = conversation.messagesTree, "messagesTree"
     if items is None:

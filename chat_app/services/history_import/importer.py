@@ -23,6 +23,7 @@ from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from chat_app.models import Conversation, ImportSource, Message, Turn
 from chat_app.services import transfer
@@ -78,8 +79,8 @@ def _kept_tree(thread: Thread) -> tuple[list[Node], dict[str | None, list[Node]]
     for node in thread.nodes:
         if node.parent is not None and node.parent not in by_key:
             raise FormatError(
-                f"{thread.where} message {node.key!r}: its parent {node.parent!r} is not "
-                "in the conversation"
+                _("%(where)s message %(key)s: its parent %(parent)s is not in the conversation")
+                % {"where": thread.where, "key": repr(node.key), "parent": repr(node.parent)}
             )
     # Each node's nearest kept ancestor: walk up to a node already known (or the top), then
     # resolve the walk back down. A walk that meets itself is a cycle.
@@ -91,7 +92,8 @@ def _kept_tree(thread: Thread) -> tuple[list[Node], dict[str | None, list[Node]]
         while cursor is not None and cursor not in kept_parent:
             if cursor in seen:
                 raise FormatError(
-                    f"{thread.where} message {cursor!r}: the parent links go round in a circle"
+                    _("%(where)s message %(key)s: the parent links go round in a circle")
+                    % {"where": thread.where, "key": repr(cursor)}
                 )
             seen.add(cursor)
             chain.append(cursor)
@@ -224,19 +226,26 @@ def parse(raw: bytes | str, fmt: str = "auto") -> tuple[str, list[Thread]]:
     """The format and every conversation of the file, all checked; HistoryImportError when
     any of it is not valid."""
     if fmt not in FORMATS:
-        raise HistoryImportError(f"unknown format {fmt!r} (one of: {', '.join(FORMATS)})")
+        raise HistoryImportError(
+            _("unknown format %(fmt)s (one of: %(formats)s)")
+            % {"fmt": repr(fmt), "formats": ", ".join(FORMATS)}
+        )
     if len(raw) > MAX_IMPORT_BYTES:
-        raise HistoryImportError(f"the file is larger than {MAX_IMPORT_BYTES // (1024 * 1024)} MB")
+        raise HistoryImportError(
+            _("the file is larger than %(mb)s MB") % {"mb": MAX_IMPORT_BYTES // (1024 * 1024)}
+        )
     try:
         data = json_loads_safe(raw, max_depth=MAX_JSON_DEPTH)
     except ValueError as exc:
-        raise HistoryImportError(f"not valid JSON: {str(exc)[:200]}") from None
+        raise HistoryImportError(_("not valid JSON: %(str)s") % {"str": str(exc)[:200]}) from None
     found = formats.detect(data)
     if fmt == "auto":
         if found is None:
             raise HistoryImportError(
-                "not a conversation export of Control Center, Open WebUI, ChatGPT or LibreChat "
-                "(choose the format to see what is wrong with it)"
+                _(
+                    "not a conversation export of Control Center, Open WebUI, ChatGPT or "
+                    "LibreChat (choose the format to see what is wrong with it)"
+                )
             )
         fmt = found
     if fmt == "controlcenter":  # one conversation, read by chat_app.services.transfer
@@ -247,15 +256,20 @@ def parse(raw: bytes | str, fmt: str = "auto") -> tuple[str, list[Thread]]:
         for thread in formats.READERS[fmt](data):
             threads.append(thread)
             if len(threads) > MAX_CONVERSATIONS:
-                raise HistoryImportError(f"more than {MAX_CONVERSATIONS} conversations")
+                raise HistoryImportError(
+                    _("more than %(n)s conversations") % {"n": MAX_CONVERSATIONS}
+                )
             if len(thread.nodes) > MAX_MESSAGES_PER_CONVERSATION:
                 raise HistoryImportError(
-                    f"{thread.where or 'the conversation'}: more than "
-                    f"{MAX_MESSAGES_PER_CONVERSATION} messages"
+                    _("%(where)s: more than %(n)s messages")
+                    % {
+                        "where": thread.where or _("the conversation"),
+                        "n": MAX_MESSAGES_PER_CONVERSATION,
+                    }
                 )
             total += len(thread.nodes)
             if total > MAX_MESSAGES:
-                raise HistoryImportError(f"more than {MAX_MESSAGES} messages")
+                raise HistoryImportError(_("more than %(n)s messages") % {"n": MAX_MESSAGES})
             # Parents and cycles are checked here, before anything is written.
             thread.tree = _kept_tree(thread)
     except FormatError as exc:
