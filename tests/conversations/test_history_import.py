@@ -236,3 +236,9 @@ def test_nul_is_stored_cleaned_and_a_lone_surrogate_refused(user):
     with pytest.raises(HistoryImportError) as exc:
         history_import(owner=user, raw=broken, actor=user, via="test")
     assert str(exc.value).startswith("messages[0].text: Input should be a valid string")
+
+
+def test_a_librechat_cycle_names_the_message(db):
+    data = fixture("librechat-export.json")
+    data["messages"][0]["parentMessageId"] = "l-a2"
+    assert refused(data) == "message 'l-u1': the parent links go round in a circle"

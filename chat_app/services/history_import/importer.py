@@ -78,9 +78,12 @@ def _kept_tree(thread: Thread) -> tuple[list[Node], dict[str | None, list[Node]]
     by_key = {node.key: node for node in thread.nodes}
     for node in thread.nodes:
         if node.parent is not None and node.parent not in by_key:
+            text = _("%(where)s message %(key)s: its parent %(parent)s is not in the conversation")
             raise FormatError(
-                _("%(where)s message %(key)s: its parent %(parent)s is not in the conversation")
-                % {"where": thread.where, "key": repr(node.key), "parent": repr(node.parent)}
+                (
+                    text
+                    % {"where": thread.where, "key": repr(node.key), "parent": repr(node.parent)}
+                ).strip()
             )
     # Each node's nearest kept ancestor: walk up to a node already known (or the top), then
     # resolve the walk back down. A walk that meets itself is a cycle.
@@ -91,10 +94,8 @@ def _kept_tree(thread: Thread) -> tuple[list[Node], dict[str | None, list[Node]]
         cursor: str | None = node.key
         while cursor is not None and cursor not in kept_parent:
             if cursor in seen:
-                raise FormatError(
-                    _("%(where)s message %(key)s: the parent links go round in a circle")
-                    % {"where": thread.where, "key": repr(cursor)}
-                )
+                text = _("%(where)s message %(key)s: the parent links go round in a circle")
+                raise FormatError((text % {"where": thread.where, "key": repr(cursor)}).strip())
             seen.add(cursor)
             chain.append(cursor)
             cursor = by_key[cursor].parent
@@ -172,7 +173,7 @@ def _write(
                 phase=Turn.Phase.DONE,
                 finished_at=now,
             )
-            for _ in plans
+            for _plan in plans
         ],
         batch_size=500,
     )
