@@ -4,30 +4,59 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('chat_app', '0027_agent_tool_search'),
+        ("chat_app", "0027_agent_tool_search"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='conversation',
-            name='imported_from',
-            field=models.CharField(blank=True, choices=[('', 'made here'), ('controlcenter', 'Control Center export'), ('openwebui', 'Open WebUI'), ('chatgpt', 'ChatGPT'), ('librechat', 'LibreChat')], default='', max_length=16),
+            model_name="conversation",
+            name="imported_from",
+            field=models.CharField(
+                blank=True,
+                choices=[
+                    ("", "made here"),
+                    ("controlcenter", "Control Center export"),
+                    ("openwebui", "Open WebUI"),
+                    ("chatgpt", "ChatGPT"),
+                    ("librechat", "LibreChat"),
+                ],
+                default="",
+                max_length=16,
+            ),
         ),
         migrations.AddField(
-            model_name='conversation',
-            name='imported_id',
-            field=models.CharField(blank=True, default='', max_length=200),
+            model_name="conversation",
+            name="imported_id",
+            field=models.CharField(blank=True, default="", max_length=200),
         ),
         migrations.AlterField(
-            model_name='turn',
-            name='source',
-            field=models.CharField(choices=[('chat', 'chat page'), ('schedule', 'schedule'), ('subagent', 'subagent'), ('api', 'API'), ('import', 'import')], default='chat', max_length=10),
+            model_name="turn",
+            name="source",
+            field=models.CharField(
+                choices=[
+                    ("chat", "chat page"),
+                    ("schedule", "schedule"),
+                    ("subagent", "subagent"),
+                    ("api", "API"),
+                    ("import", "import"),
+                ],
+                default="chat",
+                max_length=10,
+            ),
         ),
         migrations.AlterField(
-            model_name='usagerecord',
-            name='source',
-            field=models.CharField(choices=[('chat', 'chat page'), ('schedule', 'schedule'), ('subagent', 'subagent'), ('api', 'API'), ('import', 'import')], max_length=10),
+            model_name="usagerecord",
+            name="source",
+            field=models.CharField(
+                choices=[
+                    ("chat", "chat page"),
+                    ("schedule", "schedule"),
+                    ("subagent", "subagent"),
+                    ("api", "API"),
+                    ("import", "import"),
+                ],
+                max_length=10,
+            ),
         ),
     ]

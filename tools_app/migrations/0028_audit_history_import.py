@@ -4,15 +4,27 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('tools_app', '0027_grant_tool_search'),
+        ("tools_app", "0027_grant_tool_search"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='auditrecord',
-            name='kind',
-            field=models.CharField(choices=[('call', 'tool call'), ('approval', 'approval decision'), ('settings', 'settings change'), ('people', 'people change'), ('read', 'conversation read'), ('quota', 'quota refusal'), ('definition', 'tool definition'), ('import', 'history import')], default='call', max_length=10),
+            model_name="auditrecord",
+            name="kind",
+            field=models.CharField(
+                choices=[
+                    ("call", "tool call"),
+                    ("approval", "approval decision"),
+                    ("settings", "settings change"),
+                    ("people", "people change"),
+                    ("read", "conversation read"),
+                    ("quota", "quota refusal"),
+                    ("definition", "tool definition"),
+                    ("import", "history import"),
+                ],
+                default="call",
+                max_length=10,
+            ),
         ),
     ]
