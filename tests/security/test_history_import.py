@@ -148,3 +148,16 @@ def test_the_audit_log_shows_the_import(user, staff_user):
     logged_in(user).post("/c/import/", {"file": upload("openwebui-export.json")})
     page = logged_in(staff_user).get("/tools/audit/").content.decode()
     assert "2 conversations into alice's account" in page
+
+
+def test_the_summary_in_russian_uses_its_plural_forms(user):
+    from platform_app.models import UserPreferences
+
+    UserPreferences.objects.create(user=user, language="ru")
+    client = logged_in(user)
+    page = client.post("/c/import/", {"file": upload("chatgpt-conversations.json")}).content
+    text = page.decode()
+    assert "Импорт истории" in text
+    assert "2 беседы, 9 сообщений импортировано." in text
+    assert "2 сообщения пропущено: вызов инструмента или его вывод" in text
+    assert "1 сообщение пропущено: скрытое сообщение" in text
