@@ -98,6 +98,16 @@ class Provider(models.Model):
         return self.tools_supported is not False
 
 
+class ImportSource(models.TextChoices):
+    """Where an imported conversation came from ("" : made here)."""
+
+    NONE = "", _("made here")
+    CONTROL_CENTER = "controlcenter", _("Control Center export")
+    OPEN_WEBUI = "openwebui", _("Open WebUI")
+    CHATGPT = "chatgpt", _("ChatGPT")
+    LIBRECHAT = "librechat", _("LibreChat")
+
+
 class Conversation(models.Model):
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations"
@@ -129,6 +139,12 @@ class Conversation(models.Model):
     # Where it was started: the chat, or a program through /v1 or the REST API. The sidebar
     # lists the two apart (issue 39): a script's conversations do not bury the person's own.
     source = models.CharField(max_length=8, choices=Source.choices, default=Source.CHAT)
+    # Brought in from another product's export (chat_app.services.history_import): which
+    # product, and the conversation's id there (a second import of the same file skips it).
+    imported_from = models.CharField(
+        max_length=16, choices=ImportSource.choices, default="", blank=True
+    )
+    imported_id = models.CharField(max_length=200, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -167,6 +183,8 @@ class Turn(models.Model):
         SCHEDULE = "schedule", _("schedule")
         SUBAGENT = "subagent", _("subagent")
         API = "api", _("API")
+        # Brought in from another product's export: nothing ran here.
+        IMPORT = "import", _("import")
 
     class Phase(models.TextChoices):
         MODEL = "model", _("waiting for the model")

@@ -155,6 +155,13 @@ def conversation_changeable(user: Any, *, owner_id: int | None) -> bool:
     return owner(user, owner_id)
 
 
+def history_import_into(user: Any, *, owner_id: int | None) -> bool:
+    """Importing another product's history (chat_app.services.history_import) into an
+    account: one's own, or anyone's for an admin (taking over a team's history); the
+    ``manage.py conversations import`` command is the operator's and needs no check."""
+    return owner(user, owner_id) or staff_member(user)
+
+
 # --- standing approvals ---------------------------------------------------------------------
 def standing_visible(user: Any, grant: Any) -> bool:
     """A standing approval (``granted_by_id``, ``user_id``) is seen by an admin, by whoever

@@ -479,6 +479,7 @@ class AuditRecord(models.Model):
         READ = "read", _("conversation read")
         QUOTA = "quota", _("quota refusal")
         DEFINITION = "definition", _("tool definition")
+        IMPORT = "import", _("history import")
 
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.CALL)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)

@@ -37,6 +37,7 @@ _KIND_SEVERITY = {
     "read": 6,
     "quota": 4,
     "definition": 7,
+    "import": 4,
 }
 
 
@@ -68,6 +69,7 @@ def title(record: dict[str, Any]) -> str:
         "read": "conversation read",
         "quota": "quota refusal",
         "definition": "tool definition",
+        "import": "history import",
     }.get(kind, kind)
     parts = [words, record.get("tool") or record.get("group") or "", record.get("status") or ""]
     return " ".join(p for p in parts if p)

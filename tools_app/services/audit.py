@@ -260,3 +260,25 @@ def audit_conversation_read(
         status="read",
         detail={"owner": owner_username, "owner_id": owner_id, "via": via},
     )
+
+
+def audit_history_import(
+    *, actor: Any, owner: Any, via: str, fmt: str, counts: dict[str, Any]
+) -> AuditRecord:
+    """Conversations brought in from another product's export (chat_app.services.
+    history_import): who imported (None: an operator's command), into whose account, from
+    which format, and what came in or was skipped."""
+    return AuditRecord.objects.create(
+        kind=AuditRecord.Kind.IMPORT,
+        user=actor,
+        username=getattr(actor, "username", "") if actor is not None else "(operator)",
+        group="conversation",
+        tool=fmt[:64],
+        status="imported",
+        detail={
+            "for": owner.get_username(),
+            "for_id": owner.pk,
+            "via": via[:64],
+            **counts,
+        },
+    )
