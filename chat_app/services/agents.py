@@ -13,8 +13,9 @@ from django.utils.translation import gettext as _
 
 from chat_app.agent_profiles import RESEARCHER
 from chat_app.models import Agent, Conversation, Provider, default_tool_budgets
+from chat_app.services.member_agents import agents_visible_q
 from tools_app.selectors import config_memo
-from tools_app.services.grants import everyone_group, user_groups
+from tools_app.services.grants import everyone_group
 
 DEFAULT_AGENT = "General"
 _FIELDS = (
@@ -60,10 +61,11 @@ def agent_default() -> Agent:
 
 def agents_for(user: Any) -> QuerySet[Agent]:
     """The profiles ``user`` may pick: those given to one of their groups (Everyone
-    included); every profile for staff."""
+    included), their own, and members' shared with one of their groups
+    (``member_agents.agents_visible_q``); every profile for staff."""
     if getattr(user, "is_staff", False) or getattr(user, "is_superuser", False):
         return Agent.objects.all()
-    return Agent.objects.filter(groups__in=user_groups(user)).distinct()
+    return Agent.objects.filter(agents_visible_q(user)).distinct()
 
 
 def agent_granted(user: Any, agent: Agent) -> bool:

@@ -482,3 +482,22 @@ def group_grants_set(
             before=before,
             after=state,
         )
+
+
+def group_sharing_set(*, actor: Any, group: Group, forbidden: bool) -> None:
+    """May members share their agent profiles and prompts with this group (an admin's switch)?
+    Forbidding it also hides what was shared with the group before."""
+    from chat_app.services.member_agents import group_sharing_forbidden
+    from chat_app.services.member_agents import group_sharing_set as sharing_set
+
+    had = group_sharing_forbidden(group)
+    if had == forbidden:
+        return
+    sharing_set(group=group, forbidden=forbidden)
+    audit_people_change(
+        user=actor,
+        subject=f"group {group.name}",
+        action="sharing_changed",
+        before={"sharing_forbidden": had},
+        after={"sharing_forbidden": forbidden},
+    )
