@@ -19,6 +19,8 @@ if (data && form && input) {
   menu.setAttribute("aria-label", gettext("Commands and prompts"));
   menu.hidden = true;
   form.prepend(menu);
+  // aria-controls and aria-activedescendant: allowed on a textbox (aria-expanded is not, and
+  // the box stays a textbox, "Message").
   input.setAttribute("aria-controls", menu.id);
   let items = [];
   let active = -1;
@@ -28,7 +30,7 @@ if (data && form && input) {
     const prompts = data.prompts
       .filter((p) => !w || p.shortcut.toLowerCase().startsWith(w) || p.title.toLowerCase().includes(w))
       .sort((a, b) => Number(b.shortcut.toLowerCase() === w) - Number(a.shortcut.toLowerCase() === w))
-      .map((p) => ({ kind: "prompt", label: p.title, key: p.shortcut ? `/${p.shortcut}` : "", hint: p.owner ? `${gettext("by")} ${p.owner}` : p.body.slice(0, 80), value: p.body }));
+      .map((p) => ({ kind: "prompt", label: p.title, key: p.shortcut ? `/${p.shortcut}` : "", hint: (p.owner ? `${gettext("by")} ${p.owner} · ` : "") + p.body.slice(0, 80), value: p.body }));
     const commands = data.commands
       .filter((c) => c.name.startsWith(w) || (c.alias && c.alias.startsWith(w)))
       .map((c) => ({ kind: "command", label: `/${c.name}`, key: c.alias ? `/${c.alias}` : "", hint: c.hint, value: `/${c.name} ` }));
@@ -68,7 +70,6 @@ if (data && form && input) {
   function render() {
     menu.replaceChildren(...items.map(option));
     menu.hidden = items.length === 0;
-    input.setAttribute("aria-expanded", String(!menu.hidden));
     if (active >= 0 && items.length) {
       input.setAttribute("aria-activedescendant", `slash-option-${active}`);
       document.getElementById(`slash-option-${active}`)?.scrollIntoView({ block: "nearest" });
