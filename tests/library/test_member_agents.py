@@ -151,3 +151,22 @@ def test_the_form_values_of_a_saved_agent_round_trip(teams):
     agent = my_agent_save(user=teams["alice"], draft=draft)
     assert agent_draft_of(agent, agent_options(teams["alice"])) == draft
     assert agents_for(teams["carol"]).filter(pk=agent.pk).exists()
+
+
+def test_a_conversation_of_a_profile_no_longer_shared_goes_on_with_the_default(teams):
+    from chat_app.models import Conversation
+    from chat_app.services.agents import agent_default, agent_for_conversation
+
+    alice, carol, support = teams["alice"], teams["carol"], teams["support"]
+    agent = my_agent_save(
+        user=alice, draft=AgentDraft(name="Helpdesk", tools=["current_time"], groups=[support.pk])
+    )
+    theirs = Conversation.objects.create(owner=carol, agent=agent)
+    own = Conversation.objects.create(owner=alice, agent=agent)
+    assert agent_for_conversation(theirs) == agent
+    my_agent_save(user=alice, agent=agent, draft=AgentDraft(name="Helpdesk", tools=[]))
+    assert agent_for_conversation(theirs) == agent_default()
+    assert agent_for_conversation(own) == agent  # the owner's own, shared or not
+    my_agent_save(user=alice, agent=agent, draft=AgentDraft(name="Helpdesk", groups=[support.pk]))
+    group_sharing_set(group=support, forbidden=True)
+    assert agent_for_conversation(theirs) == agent_default()
