@@ -170,3 +170,19 @@ def test_a_conversation_of_a_profile_no_longer_shared_goes_on_with_the_default(t
     my_agent_save(user=alice, agent=agent, draft=AgentDraft(name="Helpdesk", groups=[support.pk]))
     group_sharing_set(group=support, forbidden=True)
     assert agent_for_conversation(theirs) == agent_default()
+
+
+def test_a_source_gives_the_agent_every_tool_of_it_the_member_may_use(teams, monkeypatch):
+    from chat_app.services import member_agents
+    from chat_app.services.member_agents import SourceOption
+
+    alice = teams["alice"]
+    options = agent_options(alice)
+    options.sources.append(SourceOption("wiki", ("wiki_search", "wiki_page")))
+    monkeypatch.setattr(member_agents, "agent_options", lambda user: options)
+    agent = my_agent_save(
+        user=alice, draft=AgentDraft(name="Wiki", tools=["current_time"], sources=["wiki"])
+    )
+    assert agent.tools == ["current_time", "wiki_search", "wiki_page"]
+    draft = agent_draft_of(agent, options)
+    assert (draft.tools, draft.sources) == (["current_time"], ["wiki"])

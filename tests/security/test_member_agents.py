@@ -170,3 +170,10 @@ def test_a_shared_agent_does_not_lend_its_authors_grants(worker, teams, llm, pro
     )
     denied = ToolCall.objects.get(turn=wait_turn(slash.pk))
     assert (denied.status, denied.policy_verdict) == ("denied", "not_granted")
+
+
+def test_a_token_cannot_name_anothers_private_agent(client, teams, private):
+    client.force_login(teams["carol"])
+    response = client.post("/tokens/", {"name": "mine", "agent": str(private["agent"].pk)})
+    assert response.status_code == 400
+    assert not teams["carol"].api_tokens.exists()
