@@ -131,6 +131,11 @@ def test_a_member_builds_and_shares_an_agent_and_a_prompt(open_page, teams):
         box.fill("/")
         expect(page.get_by_role("listbox", name="Commands and prompts")).to_be_visible()
         expect(page.get_by_role("option", name="Daily standup")).to_have_count(0)
+        # A command typed out in full is sent by Enter, menu or not.
+        box.fill("/help")
+        box.press("Enter")
+        expect(page.locator(".message").get_by_text("Slash commands")).to_be_visible()
+        expect(box).to_have_value("")
         page.goto("/my/agents/")
         expect(page.get_by_text("Nobody has shared an agent with your groups yet.")).to_be_visible()
         expect(page.get_by_text("Helpdesk")).to_have_count(0)
