@@ -186,3 +186,22 @@ def test_a_source_gives_the_agent_every_tool_of_it_the_member_may_use(teams, mon
     assert agent.tools == ["current_time", "wiki_search", "wiki_page"]
     draft = agent_draft_of(agent, options)
     assert (draft.tools, draft.sources) == (["current_time"], ["wiki"])
+
+
+def test_an_admins_grants_leave_members_shares_alone(teams, staff_user):
+    from platform_app.people.access import access_export, access_import
+    from platform_app.people.services import group_grants_set
+
+    support = teams["support"]
+    shared = my_agent_save(
+        user=teams["alice"],
+        draft=AgentDraft(name="Helpdesk", tools=["current_time"], groups=[support.pk]),
+    )
+    admins = Agent.objects.create(name="Team profile")
+    group_grants_set(actor=staff_user, group=support, functions=["current_time"], agents=[])
+    assert list(support.agent_profiles.all()) == [shared]
+    access_import("groups:\n  - name: support\n    agents: [Team profile]\n", actor=staff_user)
+    assert set(support.agent_profiles.all()) == {shared, admins}
+    assert "Helpdesk" not in access_export()  # a share is not a grant
+    with pytest.raises(Exception, match="Helpdesk"):  # nor can a grant name a member's profile
+        access_import("groups:\n  - name: sales\n    agents: [Helpdesk]\n", actor=staff_user)
