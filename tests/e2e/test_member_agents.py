@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.contrib.auth import get_user_model
 from playwright.sync_api import expect
 
 from chat_app.models import Agent, Prompt
@@ -139,4 +140,18 @@ def test_a_member_builds_and_shares_an_agent_and_a_prompt(open_page, teams):
         page.goto("/my/agents/")
         expect(page.get_by_text("Nobody has shared an agent with your groups yet.")).to_be_visible()
         expect(page.get_by_text("Helpdesk")).to_have_count(0)
+
+    # An admin closes "support" to sharing on its page: carol no longer finds the agents.
+    get_user_model().objects.create_superuser("ada", password="ada-password-1")
+    page = open_page(SIZES[1280])
+    login(page, "ada", "ada-password-1")
+    page.goto(f"/people/groups/{teams['support'].pk}/")
+    page.get_by_role("button", name="Forbid sharing with this group").click()
+    expect(page.get_by_text("Members may no longer share agents and prompts")).to_be_visible()
+    expect(page.get_by_role("button", name="Allow sharing with this group")).to_be_visible()
+    problems += _shots(page, "group-sharing-1280")
+    page = open_page(SIZES[1280])
+    login(page, "carol", "carol-password-1")
+    page.goto("/my/agents/")
+    expect(page.get_by_text("Nobody has shared an agent with your groups yet.")).to_be_visible()
     assert not problems, "\n".join(problems)
