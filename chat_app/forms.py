@@ -30,7 +30,19 @@ class AgentChoiceForm(forms.ModelForm):
 
         field = self.fields["agent"]
         assert isinstance(field, forms.ModelChoiceField)
-        field.queryset = agents_for(user)
+        field.queryset = agents_for(user).select_related("owner")
+        me = getattr(user, "pk", None)
+
+        def label(agent: Agent) -> str:
+            # A member's profile says whose it is (one's own reads as "yours").
+            if agent.owner_id is None:
+                return agent.name
+            if agent.owner_id == me:
+                return _("%(name)s (yours)") % {"name": agent.name}
+            owner = agent.owner.get_username() if agent.owner else ""
+            return _("%(name)s (by %(owner)s)") % {"name": agent.name, "owner": owner}
+
+        field.label_from_instance = label  # type: ignore[method-assign,assignment]
         field.error_messages["invalid_choice"] = (
             "That agent profile is not granted to you — ask an admin."
         )

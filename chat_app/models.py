@@ -445,8 +445,19 @@ class Agent(models.Model):
     )
     is_default = models.BooleanField(default=False)
     # Who may pick this profile (members of these groups; "Everyone" for every user). Staff
-    # may pick every profile; a profile no group is given is for admins only.
+    # may pick every profile; a profile no group is given is for admins only. For a member's
+    # own profile (``owner`` set) these are the groups its owner shared it with: groups they
+    # belong to, whose sharing an admin has not switched off (chat_app/services/member_agents).
     groups = models.ManyToManyField("auth.Group", blank=True, related_name="agent_profiles")
+    # A profile a member made from what they are granted (None: an admin's). Its owner edits
+    # it; binding still holds whoever uses it to their own grants.
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="agent_profiles_owned",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -518,6 +529,52 @@ class ProcessBeat(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class Prompt(models.Model):
+    """A prompt in a person's library: typed ``/`` in the message box offers it, and picking
+    it puts its body in the box. Private to its owner unless shared with groups they belong to
+    (as a member's agent profile is)."""
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="prompts"
+    )
+    title = models.CharField(max_length=100)
+    body = models.TextField()
+    # A word typed after "/" that finds it first (letters, digits, - and _); optional.
+    shortcut = models.CharField(max_length=32, blank=True, default="")
+    groups = models.ManyToManyField("auth.Group", blank=True, related_name="shared_prompts")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["title", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["owner", "shortcut"],
+                condition=~models.Q(shortcut=""),
+                name="prompt_shortcut_unique_per_owner",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class GroupSharing(models.Model):
+    """What members may share with a group: an admin's switch on the group's page. No row:
+    sharing is allowed."""
+
+    group = models.OneToOneField(
+        "auth.Group", on_delete=models.CASCADE, primary_key=True, related_name="sharing"
+    )
+    forbidden = models.BooleanField(
+        default=False,
+        help_text=_("Members may not share their agent profiles and prompts with this group."),
+    )
+
+    def __str__(self) -> str:
+        return f"sharing with group {self.group_id}"
 
 
 class ConversationShare(models.Model):

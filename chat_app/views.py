@@ -17,6 +17,7 @@ from chat_app.pages import page_panels
 from chat_app.services import privacy
 from chat_app.services.agents import agent_default
 from chat_app.services.conversations import Group, sidebar_groups
+from chat_app.services.prompts import slash_menu
 from chat_app.services.providers import (
     conversation_model_choose,
     model_choices,
@@ -112,6 +113,10 @@ def conversation_page(request: AuthedHtmxRequest, conversation_id: int) -> HttpR
             "plan_html": latest_plan_html(conversation),
             "provider": conversation.provider or provider_default(),
             "read_only": conversation.owner_id != request.user.pk,
+            # The "/" menu of the message box: slash commands and the prompt library.
+            "slash_menu": (
+                slash_menu(request.user) if conversation.owner_id == request.user.pk else None
+            ),
             "agent_form": AgentChoiceForm(
                 instance=conversation,
                 initial={"agent": conversation.agent or default_agent},

@@ -13,7 +13,9 @@ checks here, so a rule is written once and every way in applies the same words:
   asked again on every websocket frame), ``conversation_readable`` / ``conversation_read``
   (the owner, or an auditor, whose read is recorded), ``conversation_changeable`` (the owner
   only), ``owner`` (schedules, tokens, memory, reports, uploads: the person's own),
-  ``auditor``, ``staff_member``.
+  ``auditor``, ``staff_member``, ``personal_changeable`` / ``personal_visible`` (a member's
+  own agent profiles and prompts: the owner changes them, the groups they are shared with see
+  them).
 - **one 403 shape**: ``forbidden`` — the styled page for a browser, the API's JSON error
   (``{"error": {"message", "type": "permission_error", "code": "forbidden"}}``) for scripts.
 
@@ -186,6 +188,32 @@ def schedule_preapprovable(
     if not active(user):
         return False
     return staff_member(user) or owner(user, owner_id) or approves_something()
+
+
+# --- a member's agent profiles and prompts ----------------------------------------------------
+def personal_changeable(user: Any, *, owner_id: int | None) -> bool:
+    """Editing, sharing or deleting a member's own agent profile or prompt: its owner only (an
+    admin changes agent profiles on the Agents pages, never through the member's)."""
+    return owner(user, owner_id)
+
+
+def personal_visible(
+    user: Any,
+    *,
+    owner_id: int | None,
+    shared_with: set[int],
+    member_of: set[int],
+    staff_sees_all: bool,
+) -> bool:
+    """May ``user`` see (and pick) a member's agent profile or prompt: its owner; a member of
+    a group it is shared with (``shared_with``: those groups whose sharing an admin has not
+    switched off; ``member_of``: the person's groups, Everyone included); an admin when
+    ``staff_sees_all`` (agent profiles). Unshared, it is its owner's alone."""
+    if not active(user):
+        return False
+    if owner(user, owner_id) or (staff_sees_all and staff_member(user)):
+        return True
+    return bool(shared_with & member_of)
 
 
 # --- the one 403 shape -----------------------------------------------------------------------

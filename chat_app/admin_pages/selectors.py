@@ -71,7 +71,7 @@ KIND_SHORT: dict[str, str] = {
 
 def agent_rows() -> list[dict[str, Any]]:
     rows = []
-    for agent in Agent.objects.select_related("provider").order_by("-is_default", "name"):
+    for agent in Agent.objects.select_related("provider", "owner").order_by("-is_default", "name"):
         rows.append(
             {
                 "agent": agent,

@@ -7,14 +7,16 @@ from typing import Any
 
 import yaml
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import QuerySet
 from django.utils.translation import gettext as _
 
 from chat_app.agent_profiles import RESEARCHER
 from chat_app.models import Agent, Conversation, Provider, default_tool_budgets
+from chat_app.services.member_agents import agent_visible, agents_visible_q
 from tools_app.selectors import config_memo
-from tools_app.services.grants import everyone_group, user_groups
+from tools_app.services.grants import everyone_group
 
 DEFAULT_AGENT = "General"
 _FIELDS = (
@@ -74,10 +76,11 @@ def agent_shipped(name: str) -> Agent | None:
 
 def agents_for(user: Any) -> QuerySet[Agent]:
     """The profiles ``user`` may pick: those given to one of their groups (Everyone
-    included); every profile for staff."""
+    included), their own, and members' shared with one of their groups
+    (``member_agents.agents_visible_q``); every profile for staff."""
     if getattr(user, "is_staff", False) or getattr(user, "is_superuser", False):
         return Agent.objects.all()
-    return Agent.objects.filter(groups__in=user_groups(user)).distinct()
+    return Agent.objects.filter(agents_visible_q(user)).distinct()
 
 
 def agent_granted(user: Any, agent: Agent) -> bool:
@@ -93,9 +96,21 @@ def agent_for_conversation(conversation: Conversation) -> Agent:
             ("agent", agent_id),
             lambda: next(iter(Agent.objects.filter(pk=agent_id).order_by()), None),
         )
-        if agent is not None:
+        if agent is not None and _still_shared(conversation, agent):
             return agent
     return config_memo(("agent", None), agent_default)
+
+
+def _still_shared(conversation: Conversation, agent: Agent) -> bool:
+    """A member's profile that someone else picked serves them only while it is shared with
+    them (its owner unshared it, left the group, or an admin closed the group to sharing:
+    the conversation goes on with the default profile). Asked each round for such
+    conversations only: sharing does not move the configuration token."""
+    owner_id = conversation.owner_id
+    if agent.owner_id is None or owner_id is None or agent.owner_id == owner_id:
+        return True
+    person = get_user_model().objects.filter(pk=owner_id).first()
+    return person is not None and agent_visible(person, agent)
 
 
 def researcher_ensure() -> Agent:

@@ -5,7 +5,7 @@ modes as YAML (``manage.py access export`` / ``manage.py access import FILE``)::
       - name: support
         members: [alice]
         tools: [current_time, "group:Research"]  # functions, or "group:<tool group>" for all
-        agents: [General]
+        agents: [General]                        # admins' profiles (members' shares stay)
         sources: []                              # imported MCP servers / OpenAPI documents
     approvals:
       - tool: http_request
@@ -63,7 +63,9 @@ def access_export() -> str:
         if group.name != EVERYONE:
             entry["members"] = sorted(group.user_set.values_list("username", flat=True))
         entry["tools"] = [f"{GROUP_PREFIX}{n}" for n in given["group"]] + given["function"]
-        entry["agents"] = sorted(Agent.objects.filter(groups=group).values_list("name", flat=True))
+        entry["agents"] = sorted(
+            Agent.objects.filter(groups=group, owner__isnull=True).values_list("name", flat=True)
+        )
         entry["sources"] = given["source"]
         groups.append(entry)
     groups.sort(key=lambda e: (e["name"] != EVERYONE, e["name"]))
@@ -227,8 +229,11 @@ def _plan_group(entry: Any, index: int) -> _GroupPlan:
     if "agents" in entry:
         plan.agents = []
         for line, agent_name in _names(entry, "agents"):
-            # A shipped profile is made lazily: named here, it is made now (issue 39).
-            agent = Agent.objects.filter(name=agent_name).first() or agent_shipped(agent_name)
+            # A shipped profile is made lazily: named here, it is made now (issue 39). Only
+            # admins' profiles: a member's own agent is shared by its owner, not by a file.
+            agent = Agent.objects.filter(
+                name=agent_name, owner__isnull=True
+            ).first() or agent_shipped(agent_name)
             if agent is None:
                 raise _fail(line, f"no agent profile named {agent_name!r}")
             plan.agents.append(agent)
@@ -374,7 +379,8 @@ def _apply_group(plan: _GroupPlan, actor: Any) -> None:
             audit=False,
         )
     if plan.agents is not None:
-        group.agent_profiles.set(plan.agents)
+        shared = group.agent_profiles.filter(owner__isnull=False)  # members' shares stay
+        group.agent_profiles.set([*plan.agents, *shared])
 
 
 def _apply_approval(plan: _ApprovalPlan) -> None:

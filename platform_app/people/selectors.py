@@ -231,7 +231,9 @@ def grant_editor(group: Group, posted: Any = None) -> GrantEditor:
         agent_names = set(posted.getlist("agent"))
     else:
         granted = {k: set(v) for k, v in group_grants(group).items()}
-        agent_names = set(Agent.objects.filter(groups=group).values_list("name", flat=True))
+        agent_names = set(
+            Agent.objects.filter(groups=group, owner__isnull=True).values_list("name", flat=True)
+        )
     tool_groups = []
     for tool_group in tool_selectors.registered_groups():
         if any(getattr(t, "source_name", "") for t in tool_group.tools):
@@ -260,8 +262,10 @@ def grant_editor(group: Group, posted: Any = None) -> GrantEditor:
         (s.name, s.label or s.name, s.get_kind_display(), s.name in granted["source"])
         for s in ToolSource.objects.order_by("name")
     ]
+    # The admins' profiles: a member's own is theirs to share (My agents), not granted here.
     agents = [
-        (a.name, a.description, a.name in agent_names) for a in Agent.objects.order_by("name")
+        (a.name, a.description, a.name in agent_names)
+        for a in Agent.objects.filter(owner__isnull=True).order_by("name")
     ]
     counts = {
         "tool_groups": sum(g.whole for g in tool_groups),

@@ -435,7 +435,11 @@ def group_auditor_set(*, actor: Any, group: Group, auditor: bool) -> None:
 
 # --- grants --------------------------------------------------------------------------------
 def group_agent_names(group: Group) -> list[str]:
-    return sorted(Agent.objects.filter(groups=group).values_list("name", flat=True))
+    """The admins' profiles given to the group (members' profiles shared with it are theirs
+    to share, not grants: chat_app/services/member_agents)."""
+    return sorted(
+        Agent.objects.filter(groups=group, owner__isnull=True).values_list("name", flat=True)
+    )
 
 
 @transaction.atomic
@@ -452,7 +456,7 @@ def group_grants_set(
     imported sources and agent profiles, all by name. One audit record with the change;
     unknown names are refused (``PeopleError``) and nothing is changed."""
     agents = sorted(set(agents))
-    found = {a.name: a for a in Agent.objects.filter(name__in=agents)}
+    found = {a.name: a for a in Agent.objects.filter(name__in=agents, owner__isnull=True)}
     missing = [name for name in agents if name not in found]
     if missing:
         raise PeopleError(_("No agent profile named %(missing)s.") % {"missing": f"{missing[0]!r}"})
@@ -471,7 +475,8 @@ def group_grants_set(
         raise PeopleError(
             _("%(upper)s%(str)s.") % {"upper": str(exc)[0].upper(), "str": str(exc)[1:]}
         ) from None
-    group.agent_profiles.set(found.values())
+    shared = group.agent_profiles.filter(owner__isnull=False)  # members' shares stay
+    group.agent_profiles.set([*found.values(), *shared])
     state = {f"{k}s": v for k, v in after.items()}
     state["agents"] = agents
     if state != before:
@@ -482,3 +487,22 @@ def group_grants_set(
             before=before,
             after=state,
         )
+
+
+def group_sharing_set(*, actor: Any, group: Group, forbidden: bool) -> None:
+    """May members share their agent profiles and prompts with this group (an admin's switch)?
+    Forbidding it also hides what was shared with the group before."""
+    from chat_app.services.member_agents import group_sharing_forbidden
+    from chat_app.services.member_agents import group_sharing_set as sharing_set
+
+    had = group_sharing_forbidden(group)
+    if had == forbidden:
+        return
+    sharing_set(group=group, forbidden=forbidden)
+    audit_people_change(
+        user=actor,
+        subject=f"group {group.name}",
+        action="sharing_changed",
+        before={"sharing_forbidden": had},
+        after={"sharing_forbidden": forbidden},
+    )

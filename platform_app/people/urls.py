@@ -24,6 +24,7 @@ urlpatterns = [
         name="group_member_remove",
     ),
     path("groups/<int:group_id>/auditor/", views.group_auditor, name="group_auditor"),
+    path("groups/<int:group_id>/sharing/", views.group_sharing, name="group_sharing"),
     path("groups/<int:group_id>/grants/", views.group_grants, name="group_grants"),
     path("policy/", policy_views.policy_page, name="policy"),
     path("policy/apply/", policy_views.policy_apply, name="policy_apply"),

@@ -18,6 +18,7 @@ from django.urls import reverse, reverse_lazy
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
+from chat_app.services.member_agents import group_sharing_forbidden
 from infra import access
 from platform_app.people import selectors, services
 from platform_app.people.forms import GroupNameForm, MembersAddForm, UserCreateForm, UserEditForm
@@ -253,6 +254,7 @@ def _group_page(request: HttpRequest, group: Group, *, form: GroupNameForm | Non
         "other_permissions": selectors.group_other_permissions(group),
         "locked": group.pk in selectors.groups_locked_for(request.user),
         "grants_url": reverse("people:group_grants", args=[group.pk]),
+        "sharing_forbidden": group_sharing_forbidden(group),
     }
     return render(request, "people/group.html", context)
 
@@ -347,6 +349,20 @@ def group_auditor(request: HttpRequest, group_id: int) -> HttpResponse:
             _("Members of “%(name)s” %(state)s others' conversations.")
             % {"name": group.name, "state": state},
         )
+    return redirect("people:group", group_id=group.pk)
+
+
+@access.staff
+@require_POST
+def group_sharing(request: HttpRequest, group_id: int) -> HttpResponse:
+    group = get_object_or_404(Group, pk=group_id)
+    forbidden = request.POST.get("forbidden") == "1"
+    services.group_sharing_set(actor=request.user, group=group, forbidden=forbidden)
+    if forbidden:
+        message = _("Members may no longer share agents and prompts with “%(name)s”.")
+    else:
+        message = _("Members may share agents and prompts with “%(name)s”.")
+    messages.success(request, message % {"name": group.name})
     return redirect("people:group", group_id=group.pk)
 
 
