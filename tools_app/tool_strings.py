@@ -16,6 +16,8 @@ STRINGS = [
     # group shell: settings
     _('Per-tool calls allowed per minute (0 = unlimited).'),
     # group shell: settings
+    _("Explain why: every function of this group asks the model to say why it calls it (_reasoningForCall, shown on the card); a function's own switch turns it on for that function alone."),
+    # group shell: settings
     _("Secrets (keys, tokens, private keys) in a call's arguments: what to do."),
     # group shell: settings
     _("Secrets in a call's result, before the model reads it."),
@@ -49,6 +51,8 @@ STRINGS = [
     _('Timeout'),
     # group shell: settings
     _('Calls per minute'),
+    # group shell: settings
+    _('Explain why'),
     # group shell: settings
     _('Guard secrets arguments'),
     # group shell: settings
