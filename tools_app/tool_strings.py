@@ -40,7 +40,7 @@ STRINGS = [
     # group shell: settings
     _('Programs a command line may run, one per line (empty: any program; the sandbox still applies).'),
     # group shell: settings
-    _('Programs never allowed, one per line.'),
+    _('Programs never allowed, one per line; an entry with arguments is a command pattern (rm -rf: rm with -r and -f, however written).'),
     # group shell: settings
     _('Give commands network access.'),
     # group shell: settings
