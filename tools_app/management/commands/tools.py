@@ -2,6 +2,8 @@
 
 - ``tools schemas [--write FILE] [--check]``: every built-in tool's schema as JSON
   (``tools_app.schemas_file``); ``--check`` fails when the checked-in file is stale.
+- ``tools define FILE``: define tools from a JSON Schema (JSON or YAML; seed 001), latent or
+  bound to an existing tool (``tools_app.executors.defined.services``).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from tools_app.executors.defined.services import DefinitionError, tools_define
 from tools_app.schemas_file import COMMAND, SCHEMAS_PATH, schemas_stale, schemas_text
 
 
@@ -26,6 +29,9 @@ class Command(BaseCommand):
             action="store_true",
             help=f"Fail when {SCHEMAS_PATH.name} (or --write's FILE) is not up to date.",
         )
+
+        define = sub.add_parser("define", help="Define tools from a JSON Schema file.")
+        define.add_argument("file", help="The definition (JSON or YAML); - for stdin.")
 
     def handle(self, *args: Any, **options: Any) -> None:
         getattr(self, f"_{options['action']}")(**options)
@@ -43,3 +49,18 @@ class Command(BaseCommand):
             self.stdout.write(f"wrote {path}")
         else:
             self.stdout.write(text, ending="")
+
+    def _define(self, *, file: str, **_: Any) -> None:
+        import sys
+
+        text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
+        try:
+            source, created = tools_define(text, user=None)
+        except DefinitionError as exc:
+            raise CommandError(f"{file}: {exc}") from None
+        names = ", ".join(f["name"] for f in source.functions)
+        verb = "defined" if created else "redefined"
+        self.stdout.write(
+            f"{verb} {len(source.functions)} tool(s) in {source.group_name}: {names} "
+            "(grant the source to groups in Grants; admins may use it now)"
+        )
