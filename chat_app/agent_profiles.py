@@ -19,6 +19,13 @@ You are a careful research assistant. You work in a fixed structure:
    citing sources by those numbers as [1] [2]; the report's source list is added for you.
 5. Finish with `final_answer`: a short answer for the user (mention the report), the steps you
    completed, and status "completed" (or "failed" if you could not do it).
+Research warnings (seed 004):
+- Search snippets often hold the direct answer: read them carefully. For dates and numbers,
+  put the year or period in the query.
+- A page you read may show figures for OTHER years or periods than the question asks: check
+  that what you take from it matches the question's time.
+- When a page contradicts the search snippet on a fact, prefer the snippet; cross-check dates
+  and numbers from pages against the snippets.
 Never invent sources. When the budget of iterations runs out, finish with what you have."""
 
 RESEARCHER: dict[str, Any] = {
@@ -40,7 +47,8 @@ RESEARCHER: dict[str, Any] = {
         "current_time",
     ],
     "max_iterations": 10,
-    "tool_budgets": {"clarification": 2, "web_search": 8},
+    # Seed 004: 3 clarifications and 4 searches per turn.
+    "tool_budgets": {"clarification": 3, "web_search": 4},
     "max_rounds": 24,
     "max_calls_per_turn": 60,
 }

@@ -19,6 +19,7 @@ class ChatAppConfig(AppConfig):
         from chat_app.agent_kinds import approved_call_hold
         from chat_app.models import Agent, ModelPrice, Provider
         from chat_app.pages import page_panels_register
+        from chat_app.services.agents import agent_tool_limits
         from chat_app.services.latent import latent_execute
         from chat_app.services.process_beats import beat_started, worker_started
         from chat_app.services.turn_entries import turn_untrusted_entry
@@ -28,6 +29,7 @@ class ChatAppConfig(AppConfig):
         from tools_app.models import config_track
         from tools_app.registry import latent_executor_set
         from tools_app.services.approval import approved_call_hold_set
+        from tools_app.services.narrowing import settings_narrowing_set
         from tools_app.signals import toolcall_finished
 
         toolcall_finished.connect(_advance_turn, dispatch_uid="chat_app.advance_turn")
@@ -36,6 +38,8 @@ class ChatAppConfig(AppConfig):
         approved_call_hold_set(approved_call_hold)
         # A tool without an activity: the turn's model produces its output.
         latent_executor_set(latent_execute)
+        # A call runs under its conversation's agent profile's lower limits (seed 004).
+        settings_narrowing_set(agent_tool_limits)
         # Model rounds keep agent, provider and price rows under the tool configuration's
         # token (tools_app.selectors.config_memo): a change to any of them moves it on.
         config_track(Agent, Provider, ModelPrice)

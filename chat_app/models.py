@@ -11,6 +11,7 @@ from django.utils.translation import gettext_lazy as _
 
 from infra.secrets import EncryptedTextField
 from tools_app.models import ConfigQuerySet
+from tools_app.services.narrowing import limits_check
 
 
 class Provider(models.Model):
@@ -344,6 +345,13 @@ def validate_tool_budgets(value: Any) -> None:
             )
 
 
+def validate_tool_limits(value: Any) -> None:
+    try:
+        limits_check(value)
+    except ValueError as exc:
+        raise ValidationError(str(exc)) from None
+
+
 class Agent(models.Model):
     """An agent profile: its prompt, its model, the tools it may use and its limits.
     Conversations pick one; "General" is the default."""
@@ -411,6 +419,18 @@ class Agent(models.Model):
             'Calls per turn of a tool, by name, e.g. {"web_search": 8, "clarification": 2}; '
             "a tool not listed (or 0) has no limit. At the limit the tool is no longer offered. "
             "Not counted for a tool-calling profile with every tool."
+        ),
+    )
+    # Lower limits of tool groups for this profile's calls (seed 004's per-agent search
+    # limits): {"research": {"max_results": 5, "max_chars_per_page": 1500}}; never higher
+    # than the Tools Manager's (tools_app.services.narrowing).
+    tool_limits = models.JSONField(
+        default=dict,
+        blank=True,
+        validators=[validate_tool_limits],
+        help_text=_(
+            'Lower limits of tool groups for this agent, e.g. {"research": {"max_results": 5, '
+            '"max_chars_per_page": 1500}}; the Tools Manager\'s limits still cap them.'
         ),
     )
     # The language of the tool descriptions offered to the model: "" the conversation's (the

@@ -17,6 +17,12 @@ at d + 1, and the Subagents group's ``max_depth`` (at most 2) bounds it. ``max_c
 checked in the transaction that creates the subagent, one spawn of a user at a time, so
 spawns racing each other cannot pass it together.
 
+Context by name (seed 002): a helper spawned again under a name it had before in the same
+conversation starts with the last ``CONTEXT_MESSAGES`` messages of its previous conversation
+(copied in, so each helper conversation stays its own), not from nothing. It never sees the
+parent conversation. It reads the user's core memory but cannot change it
+(``platform_app.executors.memory.tools.refuse_core_writes_from_a_helper``).
+
 Stop: Stop on a turn sends ``turn_stopping``; ``subagent_parent_stopping`` (connected in
 ``platform_app.apps``) stops the running subagents that turn started, and theirs stop in
 turn. A spawn that was still running when Stop came stops its helper as soon as it exists.
@@ -39,6 +45,7 @@ from tools_app.errors import PolicyDenied, ToolError
 logger = logging.getLogger(__name__)
 
 HARD_MAX_DEPTH = 2
+CONTEXT_MESSAGES = 5  # seed 002: "last 5 messages from its own isolated history"
 # Appended to the helper's task: how to say there is nothing to report (seed 002).
 SILENT_NOTE = (
     "\n\n(You are a subagent. If you find nothing worth reporting, answer with exactly "
@@ -158,6 +165,8 @@ def subagent_spawn(
             inject_into_id=spec.inject_into,
             conversation=child,
         )
+        if parent is not None:
+            _carry_context(subagent)
         try:
             turn = turn_start(
                 conversation=child,
@@ -198,6 +207,46 @@ def subagent_spawn(
         # Stop came while this call was running, before the helper existed.
         turn_stop(turn=turn)
     return subagent
+
+
+def _carry_context(subagent: Subagent) -> int:
+    """Copy the last messages of the previous helper of this name in this conversation into
+    the new one's (seed 002); the number copied."""
+    from chat_app.models import Message
+
+    previous = (
+        Subagent.objects.filter(
+            user_id=subagent.user_id,
+            name=subagent.name,
+            parent_conversation_id=subagent.parent_conversation_id,
+        )
+        .exclude(pk=subagent.pk)
+        .order_by("-pk")
+        .values_list("conversation_id", flat=True)
+        .first()
+    )
+    if previous is None:
+        return 0
+    last = list(
+        Message.objects.filter(
+            conversation_id=previous,
+            role__in=(Message.Role.USER, Message.Role.ASSISTANT),
+            state=Message.State.COMPLETE,
+        )
+        .exclude(content="")
+        .order_by("-created_at", "-id")[:CONTEXT_MESSAGES]
+    )
+    # No turn: messages of no turn belong to every branch of the new conversation.
+    Message.objects.bulk_create(
+        Message(
+            conversation_id=subagent.conversation_id,
+            role=m.role,
+            origin=m.origin,
+            content=m.content,
+        )
+        for m in reversed(last)
+    )
+    return len(last)
 
 
 def _one_spawn_at_a_time(user_id: int) -> None:

@@ -29,6 +29,12 @@ class GroupSettings(BaseModel):
     calls_per_minute: int = Field(
         0, ge=0, le=10_000, description="Per-tool calls allowed per minute (0 = unlimited)."
     )
+    explain_why: bool = Field(
+        False,
+        description="Explain why: every function of this group asks the model to say why it "
+        "calls it (_reasoningForCall, shown on the card); a function's own switch turns it "
+        "on for that function alone.",
+    )
     # --- guards on the arguments and the result (tools_app.guards) ---
     guard_secrets_arguments: GuardAction = Field(
         "approval",

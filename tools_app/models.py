@@ -662,6 +662,7 @@ class ToolSource(models.Model):
     class Kind(models.TextChoices):
         MCP = "mcp", _("MCP server")
         OPENAPI = "openapi", _("OpenAPI")
+        SCHEMA = "schema", _("defined from a JSON Schema")
 
     class State(models.TextChoices):
         UNKNOWN = "unknown", _("not connected yet")

@@ -82,6 +82,17 @@ def _snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
+_CAMEL = re.compile(r"^[a-z][a-z0-9]*(?:[A-Z][a-z0-9]*)+$")
+
+
+def _camel(key: object, fields: dict[str, Any]) -> str:
+    """The snake_case field a camelCase argument (``startLine``, ``topK``) names, or ""."""
+    if not isinstance(key, str) or key in fields or not _CAMEL.match(key):
+        return ""
+    snake = _snake(key)
+    return snake if snake in fields else ""
+
+
 class BaseTool(BaseModel, Generic[SettingsT]):
     """Base of every LLM-callable function. Subclass with class keywords, naming the group's
     settings model as the type parameter::
@@ -100,7 +111,9 @@ class BaseTool(BaseModel, Generic[SettingsT]):
     tool_slash: ClassVar[str | None] = None
     # Argument names a tool had before its schema followed the seeds, mapped to today's
     # (old → new): calls written for the old schema (saved prompts, schedules' slash
-    # commands) keep working; the model is shown only the new names.
+    # commands) keep working; the model is shown only the new names. Besides these, every
+    # snake_case argument is also taken in camelCase (``startLine``, ``topK``: the seeds'
+    # spelling, and what many models write); the model is shown the snake_case name.
     field_aliases: ClassVar[dict[str, str]] = {}
 
     def __init_subclass__(
@@ -154,11 +167,16 @@ class BaseTool(BaseModel, Generic[SettingsT]):
         # so a model that follows them sends null for "not given": take the default then.
         if not isinstance(data, dict):
             return data
-        if cls.field_aliases:
+        if cls.field_aliases or any(_camel(key, cls.model_fields) for key in data):
             data = dict(data)
             for old, new in cls.field_aliases.items():
                 if old in data and new not in data:
                     data[new] = data.pop(old)
+            for key in list(data):
+                snake = _camel(key, cls.model_fields)
+                # Both spellings at once stay an error (extra_forbidden names the camelCase).
+                if snake and snake not in data:
+                    data[snake] = data.pop(key)
         return {
             key: value
             for key, value in data.items()

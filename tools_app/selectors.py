@@ -335,7 +335,16 @@ def registered_groups() -> list[ToolGroup]:
 
 
 def tools_with_reasoning() -> set[str]:
-    return {name for name, f in config_snapshot().functions.items() if f.reasoning_for_call}
+    """The functions whose calls must say why (``_reasoningForCall``): those whose own switch
+    is on, and every function of a group whose *explain why* default is on."""
+    snapshot = config_snapshot()
+    named = {name for name, f in snapshot.functions.items() if f.reasoning_for_call}
+    groups = {name for name, (_, stored) in snapshot.groups.items() if stored.get("explain_why")}
+    if not groups:
+        return named
+    return named | {
+        tool.tool_name for name in groups if name in GROUPS for tool in GROUPS[name].tools
+    }
 
 
 def images_to_model_enabled() -> bool:

@@ -16,6 +16,8 @@ STRINGS = [
     # group shell: settings
     _('Per-tool calls allowed per minute (0 = unlimited).'),
     # group shell: settings
+    _("Explain why: every function of this group asks the model to say why it calls it (_reasoningForCall, shown on the card); a function's own switch turns it on for that function alone."),
+    # group shell: settings
     _("Secrets (keys, tokens, private keys) in a call's arguments: what to do."),
     # group shell: settings
     _("Secrets in a call's result, before the model reads it."),
@@ -38,7 +40,7 @@ STRINGS = [
     # group shell: settings
     _('Programs a command line may run, one per line (empty: any program; the sandbox still applies).'),
     # group shell: settings
-    _('Programs never allowed, one per line.'),
+    _('Programs never allowed, one per line; an entry with arguments is a command pattern (rm -rf: rm with -r and -f, however written).'),
     # group shell: settings
     _('Give commands network access.'),
     # group shell: settings
@@ -49,6 +51,8 @@ STRINGS = [
     _('Timeout'),
     # group shell: settings
     _('Calls per minute'),
+    # group shell: settings
+    _('Explain why'),
     # group shell: settings
     _('Guard secrets arguments'),
     # group shell: settings
@@ -402,7 +406,7 @@ STRINGS = [
     # group research: settings
     _('Page timeout'),
     # tool extract_page_content
-    _('Download web pages and return their main text (navigation, scripts and styles removed), each with its source number (the same number web_search gave it, or a new one). Each URL gets its own result: one page failing does not fail the others.'),
+    _('Download web pages and return their main text (navigation, scripts and styles removed), each with its source number (the same number web_search gave it, or a new one). Each URL gets its own result: one page failing does not fail the others. A page may show figures for other years or periods than asked: check its time matches the question. When a page contradicts the search snippet on a fact, prefer the snippet.'),
     # tool extract_page_content
     _('Why this is needed and what you expect to find.'),
     # tool extract_page_content
@@ -412,7 +416,7 @@ STRINGS = [
     # tool extract_page_content
     _('Urls'),
     # tool web_search
-    _("Search the web. Returns a list of results, each with its source number, title, url and snippet; the numbers stay the same for the whole turn (cite them as [1] [2]). Read a result's page with extract_page_content when the snippet is not enough."),
+    _("Search the web. Returns a list of results, each with its source number, title, url and snippet; the numbers stay the same for the whole turn (cite them as [1] [2]). Read a result's page with extract_page_content when the snippet is not enough. Snippets often hold the direct answer: read them carefully. For dates and numbers, put the year or period in the query."),
     # tool web_search
     _("The search query, in the same language as the user's request."),
     # tool web_search

@@ -8,6 +8,7 @@ from typing import Any
 import yaml
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import QuerySet
 from django.utils.translation import gettext as _
@@ -15,6 +16,7 @@ from django.utils.translation import gettext as _
 from chat_app.agent_profiles import RESEARCHER
 from chat_app.models import Agent, Conversation, Provider, default_tool_budgets
 from chat_app.services.member_agents import agent_visible, agents_visible_q
+from chat_app.services.sgr_agents import SgrShapeError, is_sgr_shape, sgr_items
 from tools_app.selectors import config_memo
 from tools_app.services.grants import everyone_group
 
@@ -32,6 +34,7 @@ _FIELDS = (
     "kind",
     "max_iterations",
     "tool_budgets",
+    "tool_limits",
     "tool_language",
     "tool_schema_budget",
     "always_on_tools",
@@ -113,6 +116,17 @@ def _still_shared(conversation: Conversation, agent: Agent) -> bool:
     return person is not None and agent_visible(person, agent)
 
 
+def agent_tool_limits(conversation_id: int, group: str) -> dict[str, int]:
+    """The lower limits the conversation's agent profile sets for ``group`` (registered with
+    ``tools_app.services.narrowing`` at ready(): a call runs under them)."""
+    conversation = Conversation.objects.filter(pk=conversation_id).only("pk", "agent_id").first()
+    if conversation is None:
+        return {}
+    limits = agent_for_conversation(conversation).tool_limits or {}
+    found = limits.get(group) if isinstance(limits, dict) else None
+    return dict(found) if isinstance(found, dict) else {}
+
+
 def researcher_ensure() -> Agent:
     """The shipped "Researcher" profile (the data migration creates it; tests and a
     flushed database call this)."""
@@ -150,12 +164,19 @@ def _budgets_from_legacy(item: dict[str, Any], legacy: dict[str, Any]) -> dict[s
     return budgets
 
 
-def agents_import(text: str) -> list[Agent]:
-    """Create or update agents by name from YAML (as written by ``agents_export``)."""
+def agents_import(text: str, *, notes: list[str] | None = None) -> list[Agent]:
+    """Create or update agents by name from YAML (as written by ``agents_export``, or SGR
+    Deep Research's ``agents.yaml``: ``sgr_agents``). ``notes`` gets what an SGR file had
+    that a profile does not take (deployment settings)."""
     try:
         data = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:
         raise AgentImportError(_("not valid YAML: %(error)s") % {"error": exc}) from exc
+    if is_sgr_shape(data):
+        try:
+            data = {"agents": sgr_items(data, notes if notes is not None else [])}
+        except SgrShapeError as exc:
+            raise AgentImportError(str(exc)) from exc
     items = data.get("agents") if isinstance(data, dict) else None
     if not isinstance(items, list):
         raise AgentImportError(_("expected a top-level 'agents:' list"))
@@ -196,7 +217,15 @@ def agents_import(text: str) -> list[Agent]:
             elif "provider" in item:
                 values["provider"] = None
             agent, _created = Agent.objects.update_or_create(name=item["name"], defaults=values)
-            agent.full_clean()
+            try:
+                agent.full_clean()
+            except ValidationError as exc:
+                words = "; ".join(
+                    f"{field}: {' '.join(messages)}" for field, messages in exc.message_dict.items()
+                )
+                raise AgentImportError(
+                    _("agent %(name)s: %(errors)s") % {"name": f"{item['name']!r}", "errors": words}
+                ) from None
             saved.append(agent)
         if any(a.is_default for a in saved):
             default = [a for a in saved if a.is_default][-1]

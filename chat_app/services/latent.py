@@ -43,7 +43,13 @@ def latent_execute(tool: type[BaseTool], args: BaseTool, ctx: ActivityContext) -
             f"{tool.tool_name} has no activity and no LLM provider is configured "
             "to produce its output latently"
         )
-    schema = plain_schema(tool.tool_output) if tool.tool_output else {"type": "object"}
+    declared = getattr(tool, "output_schema", None)  # a tool defined from a JSON Schema
+    if callable(declared):
+        declared = declared()
+    if declared:
+        schema = declared
+    else:
+        schema = plain_schema(tool.tool_output) if tool.tool_output else {"type": "object"}
     client = provider_client(provider)
     request = json.dumps(
         {"tool": tool.tool_name, "arguments": args.model_dump(mode="json")}, ensure_ascii=False

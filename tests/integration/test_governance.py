@@ -149,7 +149,7 @@ def test_agents_round_trip_through_yaml(db):
     assert agent.name == "Dev" and agent.tools == ["current_time"] and agent.max_calls_per_turn == 5
     researcher = agents["Researcher"]
     assert (researcher.kind, researcher.max_iterations) == ("sgr", 10)
-    assert researcher.tool_budgets == {"clarification": 2, "web_search": 8}
+    assert researcher.tool_budgets == {"clarification": 3, "web_search": 4}
     with pytest.raises(AgentImportError, match="unknown keys"):
         agents_import("agents:\n- name: X\n  colour: red\n")
 

@@ -57,7 +57,7 @@ def test_it_limits_any_tool_by_its_budget(user):
 
 
 def test_the_researcher_keeps_its_budgets(db):
-    assert researcher_ensure().tool_budgets == {"clarification": 2, "web_search": 8}
+    assert researcher_ensure().tool_budgets == {"clarification": 3, "web_search": 4}
 
 
 def test_a_new_profile_may_ask_three_clarifications(db):
@@ -99,7 +99,7 @@ def test_yaml_of_the_old_keys_still_imports(db):
 def test_the_admin_shows_and_saves_tool_budgets(admin_client, db):
     researcher_ensure()
     page = admin_client.get("/admin/chat_app/agent/").content.decode()
-    assert "clarification 2, web_search 8" in page
+    assert "clarification 3, web_search 4" in page
     data = {
         "name": "Budgeted",
         "description": "",
@@ -148,7 +148,7 @@ def test_the_migration_moves_the_columns_into_tool_budgets():
         budgets = dict(new.objects.values_list("name", "tool_budgets"))
         assert budgets["Limited"] == {"clarification": 1, "web_search": 6}
         assert budgets["Unlimited"] == {}
-        assert budgets["Researcher"] == {"clarification": 2, "web_search": 8}
+        assert budgets["Researcher"] == {"clarification": 3, "web_search": 4}
     finally:
         executor = MigrationExecutor(connection)
         executor.migrate(executor.loader.graph.leaf_nodes())

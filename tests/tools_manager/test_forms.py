@@ -68,6 +68,7 @@ def test_it_maps_each_type_to_an_input_kind():
     assert kinds == {
         "timeout_seconds": "integer",
         "calls_per_minute": "integer",
+        "explain_why": "boolean",
         "allowed_commands": "lines",
         "max_output_bytes": "integer",
         "poll_ms": "integer",

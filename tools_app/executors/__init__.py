@@ -14,6 +14,7 @@ import importlib.util
 
 EXECUTORS: list[str] = [
     "shell", "file", "http", "dev", "docker", "time", "browser", "openapi", "mcp", "research",
+    "defined",
 ]  # fmt: skip
 
 

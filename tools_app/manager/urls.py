@@ -20,6 +20,7 @@ urlpatterns = [
     ),
     path("sources/mcp/new/", views_sources.mcp_new, name="mcp_new"),
     path("sources/openapi/new/", views_sources.openapi_new, name="openapi_new"),
+    path("sources/schema/new/", views_sources.schema_new, name="schema_new"),
     path("sources/<slug:name>/refresh/", views_sources.source_refresh, name="source_refresh"),
     path("sources/<slug:name>/status/", views_sources.source_status, name="source_status"),
     path("sources/<slug:name>/edit/", views_sources.source_edit, name="source_edit"),

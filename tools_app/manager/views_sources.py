@@ -43,6 +43,46 @@ def _queue_refresh(source: ToolSource, user_id: int | None = None) -> None:
 
 @access.staff
 @require_http_methods(["GET", "POST"])
+def schema_new(request: HttpRequest) -> HttpResponse:
+    """Define tools from a JSON Schema (seed 001): the same service as ``tools define``."""
+    from tools_app.executors.defined.services import DefinitionError, tools_define
+
+    text = request.POST.get("definition", "") if request.method == "POST" else ""
+    error = ""
+    if request.method == "POST":
+        if not text.strip():
+            error = _("Paste a definition first.")
+        else:
+            try:
+                source, created = tools_define(text, user=request.user)
+            except DefinitionError as exc:
+                error = str(exc)
+            else:
+                names = ", ".join(f["name"] for f in source.functions)
+                messages.success(
+                    request,
+                    (_("Defined: %(names)s.") if created else _("Redefined: %(names)s."))
+                    % {"names": names},
+                )
+                return redirect(_manager_at(source))
+    return render(
+        request,
+        "tools/source_schema.html",
+        {"definition": text, "error": error, "example": SCHEMA_EXAMPLE},
+    )
+
+
+SCHEMA_EXAMPLE = """{"name": "helpers", "tools": [
+  {"name": "clock_in", "description": "The time in a city's timezone.",
+   "input_schema": {"type": "object",
+                    "properties": {"tz": {"type": "string", "description": "IANA timezone"}},
+                    "required": ["tz"]},
+   "bind": {"tool": "current_time", "arguments": {"timezone": "{tz}"}}}
+]}"""
+
+
+@access.staff
+@require_http_methods(["GET", "POST"])
 def mcp_new(request: HttpRequest) -> HttpResponse:
     from tools_app.executors.mcp.services import mcp_server_add, parse_headers
 

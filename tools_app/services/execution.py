@@ -39,6 +39,7 @@ from tools_app.runtime import ActivityContext
 from tools_app.services.audit import audit_call
 from tools_app.services.binding import toolcall_send
 from tools_app.services.call_statements import call_claim, call_end
+from tools_app.services.narrowing import settings_narrowed
 from tools_app.services.watchdog import watch_call
 from tools_app.signals import toolcall_finished
 
@@ -115,7 +116,11 @@ def _execute(call: ToolCall, audit_open: bool) -> ActivityContext[Any]:
     # Imported tools (MCP, OpenAPI) are registered as the configuration's token has them.
     config = selectors.config_snapshot(token=getattr(call, "cc_config_token", None))
     tool = get_tool(call.tool)
-    settings = config.settings(_settings_group(call))
+    settings_group = _settings_group(call)
+    # The conversation's agent profile may lower the group's limits for its calls.
+    settings = settings_narrowed(
+        config.settings(settings_group), group=settings_group, conversation_id=call.conversation_id
+    )
     own_timeout = config.function(call.tool).timeout_seconds
     timeout = float(own_timeout or settings.timeout_seconds)
     ctx = ActivityContext(

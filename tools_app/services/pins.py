@@ -46,7 +46,10 @@ PENDING = ("new", "changed", "gone")
 REJECTED = "rejected"
 # What else of a function decides what a call does, per kind (an OpenAPI operation's method,
 # path and parameters: a changed path sends the same arguments somewhere else).
-KIND_FIELDS: dict[str, tuple[str, ...]] = {"openapi": ("method", "path", "params", "body")}
+KIND_FIELDS: dict[str, tuple[str, ...]] = {
+    "openapi": ("method", "path", "params", "body"),
+    "schema": ("bind", "output_schema"),
+}
 DIFF_CAP = 20_000  # characters of each diff kept in an audit record
 
 

@@ -16,8 +16,11 @@ class Command(YamlFileCommand):
         return agents_export()
 
     def import_text(self, source: str, path: str | None) -> str:
+        notes: list[str] = []
         try:
-            saved = agents_import(source)
+            saved = agents_import(source, notes=notes)
         except AgentImportError as exc:
             raise CommandError(str(exc)) from exc
+        for note in notes:
+            self.stdout.write(f"note: {note}")
         return f"imported {len(saved)} agent(s): {', '.join(a.name for a in saved)}"

@@ -33,6 +33,18 @@ def reasoning(args: Reasoning, ctx: ActivityContext[AgentToolSettings]) -> dict[
     return {**args.model_dump(mode="json"), **_budget(ctx)}
 
 
+def _without_reasoning(plan: dict[str, Any]) -> dict[str, Any]:
+    """The plan as the seed returns it: no ``reasoning``, at the top or in a change. The
+    turn keeps it for the checklist; the model wrote it and need not read it again."""
+    shown = {key: value for key, value in plan.items() if key != "reasoning"}
+    if "changes" in shown:
+        shown["changes"] = [
+            {key: value for key, value in change.items() if key != "reasoning"}
+            for change in shown["changes"]
+        ]
+    return shown
+
+
 @activity("generate_plan")
 def generate_plan(args: GeneratePlan, ctx: ActivityContext[AgentToolSettings]) -> dict[str, Any]:
     plan = plan_apply(call_id=ctx.call_id, tool="generate_plan", args=args.model_dump())
@@ -41,7 +53,7 @@ def generate_plan(args: GeneratePlan, ctx: ActivityContext[AgentToolSettings]) -
         "research_goal": args.research_goal,
         "planned_steps": args.planned_steps,
         "search_strategies": args.search_strategies,
-        "plan": plan,
+        "plan": _without_reasoning(plan),
         **_budget(ctx),
     }
 
@@ -54,7 +66,7 @@ def adapt_plan(args: AdaptPlan, ctx: ActivityContext[AgentToolSettings]) -> dict
         "new_goal": args.new_goal,
         "plan_changes": args.plan_changes,
         "next_steps": args.next_steps,
-        "plan": plan,
+        "plan": _without_reasoning(plan),
         **_budget(ctx),
     }
 

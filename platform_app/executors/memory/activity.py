@@ -12,6 +12,7 @@ from platform_app.executors.memory.tools import (
     MemoryCoreUpdate,
     MemorySave,
     MemorySearch,
+    refuse_core_writes_from_a_helper,
 )
 from platform_app.memory import services
 from tools_app.registry import activity
@@ -50,6 +51,7 @@ def memory_core_get(args: MemoryCoreGet, ctx: ActivityContext[MemorySettings]) -
 def memory_core_update(
     args: MemoryCoreUpdate, ctx: ActivityContext[MemorySettings]
 ) -> dict[str, Any]:
+    refuse_core_writes_from_a_helper(ctx.conversation_id)  # again: binding may be old
     return services.memory_core_update(
         user_id=_user(ctx),
         section=args.section,
@@ -63,4 +65,5 @@ def memory_core_update(
 def memory_core_delete(
     args: MemoryCoreDelete, ctx: ActivityContext[MemorySettings]
 ) -> dict[str, Any]:
+    refuse_core_writes_from_a_helper(ctx.conversation_id)
     return services.memory_core_delete(user_id=_user(ctx), section=args.section, key=args.key)

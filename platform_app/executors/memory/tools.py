@@ -15,6 +15,24 @@ def _needs_user(ctx: BindContext) -> None:
         raise PolicyDenied("memory belongs to a user; this call has none")
 
 
+HELPER_READ_ONLY = (
+    "core memory is read-only for a subagent (seed 002): read it with memory_core_get, and "
+    "put what should change in your answer for the main conversation to decide"
+)
+
+
+def refuse_core_writes_from_a_helper(conversation_id: int | None) -> None:
+    """A subagent (a helper's own conversation, at any depth) reads the user's core memory
+    but never changes it: its words come from a task, not from the user."""
+    from platform_app.models import Subagent
+
+    if (
+        conversation_id is not None
+        and Subagent.objects.filter(conversation_id=conversation_id).exists()
+    ):
+        raise PolicyDenied(HELPER_READ_ONLY)
+
+
 class MemorySave(BaseTool[MemorySettings], group="memory"):
     """Remember a fact or a text in the user's archival memory (kept across conversations).
     Long text is split into chunks and indexed for memory_search."""
@@ -68,6 +86,7 @@ class MemoryCoreUpdate(BaseTool[MemorySettings], group="memory"):
 
     def check_policy(self, settings: MemorySettings, ctx: BindContext) -> None:
         _needs_user(ctx)
+        refuse_core_writes_from_a_helper(ctx.conversation_id)
 
 
 class MemoryCoreDelete(BaseTool[MemorySettings], group="memory"):
@@ -80,3 +99,4 @@ class MemoryCoreDelete(BaseTool[MemorySettings], group="memory"):
 
     def check_policy(self, settings: MemorySettings, ctx: BindContext) -> None:
         _needs_user(ctx)
+        refuse_core_writes_from_a_helper(ctx.conversation_id)

@@ -268,3 +268,50 @@ def test_the_card_offers_the_download_only_for_a_conversation_report(user, conve
     tested = run_tool("create_report", user=user, **TOOLS["create_report"].example())
     html = render_to_string("tools/_toolcall_card.html", {"call": ok(tested) and tested})
     assert "report-download" not in html and "Report:" in html
+
+
+def _reasonings(value: object) -> list[str]:
+    """Every ``reasoning`` key anywhere in a JSON value."""
+    if isinstance(value, dict):
+        return [k for k in value if k == "reasoning"] + [
+            r for v in value.values() for r in _reasonings(v)
+        ]
+    if isinstance(value, list):
+        return [r for v in value for r in _reasonings(v)]
+    return []
+
+
+def test_the_plan_tools_return_the_plan_without_the_reasoning(user, conversation):
+    # Seed 004: "returns the JSON of the plan (excluding the reasoning field)".
+    made = ok(
+        run_tool(
+            "generate_plan",
+            user=user,
+            conversation_id=conversation.pk,
+            reasoning="the secret why of the plan",
+            research_goal="Compare A and B",
+            planned_steps=["Find A", "Find B", "Compare"],
+            search_strategies=["reports", "news"],
+        )
+    )
+    assert _reasonings(made) == [] and "secret why" not in str(made)
+    assert made["plan"]["goal"] == "Compare A and B"
+    assert [s["text"] for s in made["plan"]["steps"]] == ["Find A", "Find B", "Compare"]
+    adapted = ok(
+        run_tool(
+            "adapt_plan",
+            user=user,
+            conversation_id=conversation.pk,
+            reasoning="the secret why of the change",
+            original_goal="Compare A and B",
+            new_goal="Compare A and B",
+            plan_changes=["A found"],
+            next_steps=["Find B", "Compare"],
+            done_steps=[1],
+        )
+    )
+    assert _reasonings(adapted) == [] and "secret why" not in str(adapted)
+    assert adapted["plan"]["changes"][-1]["changes"] == ["A found"]
+    # The call itself keeps what the model wrote (card, trace, audit).
+    call = ToolCall.objects.filter(tool="adapt_plan").latest("pk")
+    assert "secret why of the change" in (call.reasoning + str(call.arguments))

@@ -28,7 +28,9 @@ REASONING = Field(
 class WebSearch(BaseTool[ResearchSettings], group="research"):  # name: "web_search"
     """Search the web. Returns a list of results, each with its source number, title, url
     and snippet; the numbers stay the same for the whole turn (cite them as [1] [2]). Read a
-    result's page with extract_page_content when the snippet is not enough."""
+    result's page with extract_page_content when the snippet is not enough. Snippets often
+    hold the direct answer: read them carefully. For dates and numbers, put the year or
+    period in the query."""
 
     model_config = ConfigDict(json_schema_extra=_reasoning_first_and_required)
 
@@ -52,7 +54,9 @@ class WebSearch(BaseTool[ResearchSettings], group="research"):  # name: "web_sea
 class ExtractPageContent(BaseTool[ResearchSettings], group="research"):
     """Download web pages and return their main text (navigation, scripts and styles
     removed), each with its source number (the same number web_search gave it, or a new
-    one). Each URL gets its own result: one page failing does not fail the others."""
+    one). Each URL gets its own result: one page failing does not fail the others. A page
+    may show figures for other years or periods than asked: check its time matches the
+    question. When a page contradicts the search snippet on a fact, prefer the snippet."""
 
     model_config = ConfigDict(json_schema_extra=_reasoning_first_and_required)
 

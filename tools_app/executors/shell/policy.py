@@ -6,7 +6,9 @@ function bodies, ``$(...)``, backticks, ``<(...)``, redirection targets, unquote
 
 * Programs are compared by basename after quote removal: ``\\rm``, ``'r'm``, ``./rm`` and
   ``/usr/bin/../bin/rm`` are all ``rm``. List entries are normalised the same way.
-* A blocked program is denied wherever it is seen, even when the allowlist is empty.
+* A blocked program is denied wherever it is seen, even when the allowlist is empty. A blocked
+  entry with arguments (``rm -rf``) is a command pattern, matched on each command's parsed
+  argv (``patterns.py``).
 * With an allowlist, every program (builtins such as ``cd`` and ``echo`` too) must be on it, and
   the line is denied when it cannot be parsed or when it *hides* a program: a program word made
   by an expansion (``$X``, ``$(...)``, globs, braces, ``~``), ``source``/``.``, a command string
@@ -43,6 +45,7 @@ import bashlex
 import bashlex.heredoc
 
 from tools_app.errors import PolicyDenied
+from tools_app.executors.shell.patterns import is_pattern, patterns_of
 
 _MAX_DEPTH = 8  # nested `bash -c "eval '...'"` levels before the inner text counts as hidden
 # Assigning these changes which program a name runs, or injects code into every program.
@@ -113,7 +116,9 @@ def check_command(command: str, *, allowed: Sequence[str], blocked: Sequence[str
     """Check every program ``command`` would run; raise ``PolicyDenied`` naming the first problem:
     a blocked program, then (allowlist set) a parse failure, a hidden program, a program not on
     the allowlist."""
-    allow, block = _names(allowed), _names(blocked)
+    allow = _names(allowed)
+    block = _names(b for b in blocked if not is_pattern(b))
+    patterns = patterns_of(blocked)
     if _is_blank(command):
         raise PolicyDenied("the command is empty")
     seen = _Checker()
@@ -121,6 +126,18 @@ def check_command(command: str, *, allowed: Sequence[str], blocked: Sequence[str
     for name in seen.programs:
         if name in block:
             raise PolicyDenied(f"command {_show(name)} is blocked")
+    for name, argv in seen.commands:
+        for pattern in (p for p in patterns if p.program == name):
+            if pattern.matches(name, [w.text for w in argv if w.static]):
+                raise PolicyDenied(f"command {_show(pattern.text)} is blocked")
+            # `rm $FLAGS x`, `rm {-r,-f} x`: the pattern's options may be in what cannot be
+            # read. A glob that cannot start with "-" (`rm *.log`) may stay.
+            unread = next((w for w in argv if not w.static and not _plain_glob(w)), None)
+            if unread is not None:
+                raise PolicyDenied(
+                    f"command {_show(name)} has an argument hidden by {unread.why} "
+                    f"({_show(unread.raw)}), and {_show(pattern.text)} is blocked"
+                )
     if allow:
         suffix = " — not allowed while an allowlist is set"
         if seen.unparsed:
@@ -151,6 +168,10 @@ def split_argv(command: str) -> list[str]:
     Raises ``ValueError`` on unbalanced quotes or a trailing backslash.
     """
     return shlex.split(command, comments=False, posix=True)
+
+
+def _plain_glob(word: _Word) -> bool:
+    return word.why == "a glob pattern" and not word.text.startswith("-")
 
 
 def _names(entries: Iterable[str]) -> list[str]:
@@ -195,6 +216,8 @@ class _Checker:
         self.programs: list[str] = []
         self.hidden: list[str] = []
         self.unparsed: list[str] = []
+        # Each command's program (basename) and arguments, for the deny list's patterns.
+        self.commands: list[tuple[str, list[_Word]]] = []
 
     def line(self, source: str, depth: int = 0) -> None:
         if depth > _MAX_DEPTH:
@@ -302,6 +325,7 @@ class _Checker:
             inner = _Checker()
             inner.line(body, depth + 1)
             self.programs += inner.programs
+            self.commands += inner.commands
 
     def _assignment(self, text: str, via: str) -> None:
         if var := _dangerous_var(text):
@@ -315,11 +339,13 @@ class _Checker:
             self.hidden.append(f"the program name {_show(program.raw)} is hidden by {program.why}")
             if re.fullmatch(r"[\w.+-]+", name):  # `~/rm`, `$DIR/rm`: a blocked rm still shows
                 self.programs.append(name)
+                self.commands.append((name, args))
             return
         if not name:
             self.hidden.append(f"the program name {_show(program.raw)} is empty")
             return
         self.programs.append(name)
+        self.commands.append((name, args))
         if name in _SHELLS or name in _FOREIGN_SHELLS:
             self._shell(name, args, depth)
         elif name in _RUNNERS:
