@@ -18,17 +18,45 @@ from tools_app.runtime import BindContext
 from tools_app.services.binding import CallLimits, CallRequest, toolcall_bind, toolcall_dispatch
 from tools_app.services.grants import grants_narrow
 
+HELP_DESCRIPTION_CHARS = 80
+HELP_EXAMPLE_CHARS = 60
+
 
 def help_text(user_id: int | None = None) -> str:
-    lines = [_("**Slash commands** call a tool directly, no LLM needed:"), ""]
+    """The ``/help`` notice, kept short: a line per tool the person may call, its plain-text
+    argument or a short JSON example, and the first sentence of its description."""
+    lines = [
+        _(
+            "**Slash commands** call a tool directly, no LLM needed: `/tool text` where a "
+            "tool takes one text argument, `/tool {JSON}` otherwise."
+        ),
+        "",
+    ]
     for tool in selectors.enabled_tools(grants_narrow(user_id, None)):
-        example = json.dumps(tool.example(), ensure_ascii=False)
-        alias = (_(" (or `/%(alias)s …`)") % {"alias": tool.tool_slash}) if tool.tool_slash else ""
-        description = text_localized(tool.description())
-        lines.append(f"- `/{tool.tool_name} {example}`{alias} — {description}")
+        field = tool.plain_text_field()
+        if field is not None:
+            usage = f"`/{tool.tool_slash or tool.tool_name} <{field}>`"
+        else:
+            example = json.dumps(tool.example(), ensure_ascii=False)
+            if len(example) > HELP_EXAMPLE_CHARS:
+                example = "{…}"
+            usage = f"`/{tool.tool_name} {example}`"
+        alias = (
+            (_(" (or `/%(alias)s …`)") % {"alias": tool.tool_slash})
+            if tool.tool_slash and field is None
+            else ""
+        )
+        lines.append(f"- {usage}{alias} — {_first_sentence(text_localized(tool.description()))}")
     if len(lines) == 2:
         lines.append(_("- no tools are enabled"))
     return "\n".join(lines)
+
+
+def _first_sentence(text: str) -> str:
+    head = text.split(". ", 1)[0].rstrip(".")
+    if len(head) > HELP_DESCRIPTION_CHARS:
+        head = head[:HELP_DESCRIPTION_CHARS].rsplit(" ", 1)[0].rstrip(",;:(") + "…"
+    return head
 
 
 def _arguments(tool: type[BaseTool], rest: str) -> tuple[str | dict[str, object], str | None]:
