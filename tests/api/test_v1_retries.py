@@ -121,6 +121,27 @@ def test_it_joins_the_sdks_retry_after_a_timeout_while_waiting_for_approval(
     assert ToolCall.objects.get().status == "succeeded"
 
 
+def test_a_streamed_retry_gets_the_same_turns_stream(
+    api_server: str, llm: Any, provider: Any, raw_token: str
+) -> None:
+    llm.script(Reply(text="Streamed once.", chunk_size=4))
+    sdk = client(api_server, raw_token)
+
+    def streamed() -> tuple[str, str]:
+        chunks = list(
+            sdk.chat.completions.create(
+                model="General", messages=ask("Stream"), stream=True, extra_headers=key("s-1")
+            )
+        )
+        text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+        return chunks[0].id, text
+
+    first, again = streamed(), streamed()
+
+    assert first == again and first[1] == "Streamed once."
+    assert Turn.objects.count() == 1 and len(llm.requests) == 1
+
+
 def test_a_key_reused_with_another_body_is_refused(
     api_server: str, llm: Any, provider: Any, raw_token: str
 ) -> None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from typing import Any
 
 from django.conf import settings
@@ -147,7 +146,7 @@ async def chat_completions(request: Request) -> Response:
     )
     reply = Reply(
         id=f"chatcmpl-cc-{turn_id or 'none'}-{prepared.conversation_id}",
-        created=int(time.time()),
+        created=claim.created,  # a retry answers with the same
         model=prepared.model,
         conversation_id=prepared.conversation_id,
         turn_id=turn_id,

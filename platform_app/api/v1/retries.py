@@ -76,6 +76,10 @@ class Claim:
     attempts: int = 1
 
 
+def _new(row: ApiRequestKey) -> Claim:
+    return Claim(id=row.pk, joined=False, created=int(row.created_at.timestamp()))
+
+
 def _joined(row: ApiRequestKey) -> Claim:
     return Claim(
         id=row.pk,
@@ -112,13 +116,11 @@ def request_claim(*, token_id: int, key: str, body: str, sdk_retry: bool) -> Cla
                 )
                 if row is not None:
                     return _join(row)
-        return Claim(
-            id=ApiRequestKey.objects.create(token_id=token_id, body_hash=body).pk, joined=False
-        )
+        return _new(ApiRequestKey.objects.create(token_id=token_id, body_hash=body))
     try:
         with transaction.atomic():
             row = ApiRequestKey.objects.create(token_id=token_id, key=key, body_hash=body)
-        return Claim(id=row.pk, joined=False)
+        return _new(row)
     except IntegrityError:
         pass
     with transaction.atomic():
