@@ -13,50 +13,63 @@ from chat_app.services.agents import agent_for_conversation
 from tools_app import selectors
 from tools_app.i18n import text_localized
 from tools_app.models import ToolCall
-from tools_app.registry import BaseTool
+from tools_app.registry import GROUPS, BaseTool
 from tools_app.runtime import BindContext
 from tools_app.services.binding import CallLimits, CallRequest, toolcall_bind, toolcall_dispatch
 from tools_app.services.grants import grants_narrow
 
-HELP_DESCRIPTION_CHARS = 80
-HELP_EXAMPLE_CHARS = 60
 
-
-def help_text(user_id: int | None = None) -> str:
-    """The ``/help`` notice, kept short: a line per tool the person may call, its plain-text
-    argument or a short JSON example, and the first sentence of its description."""
+def help_text(user_id: int | None = None, topic: str = "") -> str:
+    """The ``/help`` notice, kept short: the tools the person may call, by group, each as it
+    is typed (``/file_read <path>`` where plain text is its argument); ``/help <tool>`` tells
+    one tool's description and arguments."""
+    tools = selectors.enabled_tools(grants_narrow(user_id, None))
+    if topic:
+        return _tool_help(tools, topic.strip().lstrip("/"))
     lines = [
         _(
             "**Slash commands** call a tool directly, no LLM needed: `/tool text` where a "
-            "tool takes one text argument, `/tool {JSON}` otherwise."
+            "tool takes one text argument, `/tool {JSON}` otherwise. `/help tool` tells more "
+            "about one."
         ),
         "",
     ]
-    for tool in selectors.enabled_tools(grants_narrow(user_id, None)):
-        field = tool.plain_text_field()
-        if field is not None:
-            usage = f"`/{tool.tool_slash or tool.tool_name} <{field}>`"
-        else:
-            example = json.dumps(tool.example(), ensure_ascii=False)
-            if len(example) > HELP_EXAMPLE_CHARS:
-                example = "{…}"
-            usage = f"`/{tool.tool_name} {example}`"
-        alias = (
-            (_(" (or `/%(alias)s …`)") % {"alias": tool.tool_slash})
-            if tool.tool_slash and field is None
-            else ""
-        )
-        lines.append(f"- {usage}{alias} — {_first_sentence(text_localized(tool.description()))}")
+    by_group: dict[str, list[str]] = {}
+    for tool in tools:
+        by_group.setdefault(tool.tool_group, []).append(_usage(tool))
+    for name, usages in by_group.items():
+        group = GROUPS.get(name)
+        label = text_localized(group.label) if group is not None else name
+        lines.append(f"- **{label}**: " + ", ".join(usages))
     if len(lines) == 2:
         lines.append(_("- no tools are enabled"))
     return "\n".join(lines)
 
 
-def _first_sentence(text: str) -> str:
-    head = text.split(". ", 1)[0].rstrip(".")
-    if len(head) > HELP_DESCRIPTION_CHARS:
-        head = head[:HELP_DESCRIPTION_CHARS].rsplit(" ", 1)[0].rstrip(",;:(") + "…"
-    return head
+def _usage(tool: type[BaseTool]) -> str:
+    field = tool.plain_text_field()
+    name = tool.tool_slash or tool.tool_name
+    return f"`/{name} <{field}>`" if field is not None else f"`/{name}`"
+
+
+def _tool_help(tools: list[type[BaseTool]], word: str) -> str:
+    tool = next((t for t in tools if word in (t.tool_name, t.tool_slash)), None)
+    if tool is None:
+        return _("No tool `%(word)s` you may call. Type `/help` to list the tools.") % {
+            "word": word
+        }
+    example = json.dumps(tool.example(), ensure_ascii=False)
+    lines = [f"{_usage(tool)} — {text_localized(tool.description())}", ""]
+    if tool.plain_text_field() is None or tool.tool_slash:
+        lines.append(
+            _("Example: `/%(name)s %(example)s`") % {"name": tool.tool_name, "example": example}
+        )
+    else:
+        lines.append(
+            _("Or with JSON: `/%(name)s %(example)s`")
+            % {"name": tool.tool_name, "example": example}
+        )
+    return "\n".join(lines)
 
 
 def _arguments(tool: type[BaseTool], rest: str) -> tuple[str | dict[str, object], str | None]:
@@ -101,7 +114,7 @@ def slash_run(
         tool = selectors.tool_for_slash(word) if word != "help" else None
         if tool is None:
             notice = (
-                help_text(user_id)
+                help_text(user_id, rest)
                 if word == "help"
                 else _("Unknown command `/%(word)s`. Type `/help` to list the tools.")
                 % {"word": word}

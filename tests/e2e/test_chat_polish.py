@@ -14,6 +14,8 @@ from playwright.sync_api import expect
 from chat_app.models import Conversation, Message
 from tests.e2e.conftest import docs_shot, login, wait_connected
 from tests.e2e.test_layout import axe_violations
+from tests.helpers import wait_for
+from tools_app.models import ToolCall
 
 pytestmark = [pytest.mark.e2e]
 
@@ -145,3 +147,35 @@ def test_the_login_pages_languages_are_readable_buttons(page, transactional_db) 
         theme(page, "light")
     page.get_by_role("button", name="Русский").click()
     expect(page.get_by_role("heading", name="Войти")).to_be_visible()
+
+
+def test_help_is_short_and_a_one_argument_tool_takes_plain_text(page, alice) -> None:
+    main = a_conversation(alice)
+    login(page, "alice", "alice-password-1")
+    page.goto(f"/c/{main.pk}/")
+    wait_connected(page)
+    box = page.get_by_label("Message")
+    box.fill("/help")
+    box.press("Enter")
+    notice = page.locator(".message.role-notice").last
+    expect(notice).to_contain_text("/file_read <path>")
+    expect(notice).to_contain_text("/tool text")
+    for width, height in SIZES:
+        page.set_viewport_size({"width": width, "height": height})
+        notice.scroll_into_view_if_needed()
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+        for name in THEMES:
+            theme(page, name)
+            assert axe_violations(page) == [], (width, name)
+            docs_shot(page, f"chat-help-{width}-{name}")
+        theme(page, "light")
+
+    box.fill("/file_read upload.csv")
+    box.press("Enter")
+    expect(page.locator(".toolcall").last).to_contain_text("file_read")
+    call = wait_for(
+        lambda: ToolCall.objects.filter(tool="file_read").first(),
+        message="the file_read call",
+    )
+    assert call.arguments == {"path": "upload.csv"}
+    assert "takes JSON arguments" not in (call.error or "")

@@ -57,13 +57,21 @@ def test_every_plain_text_tool_accepts_its_text(name: str) -> None:
 
 
 @pytest.mark.django_db
-def test_the_help_notice_is_a_line_per_tool_showing_its_plain_text_form(staff_user: Any) -> None:
+def test_the_help_notice_is_a_line_per_group_showing_each_tools_plain_text_form(
+    staff_user: Any,
+) -> None:
     from chat_app.services.slash import help_text
 
     text = help_text(staff_user.pk)
 
     lines = text.splitlines()
-    assert "`/tool text`" in lines[0]
-    assert any(line.startswith("- `/file_read <path>` — ") for line in lines)
-    assert any(line.startswith("- `/shell <command>` — ") for line in lines)
-    assert all(len(line) <= 200 for line in lines[2:]), max(lines[2:], key=len)
+    assert "`/tool text`" in lines[0] and "`/help tool`" in lines[0]
+    assert any(line.startswith("- **File**: ") and "`/file_read <path>`" in line for line in lines)
+    assert "`/shell <command>`" in text and "`/current_time`" in text
+    assert len(lines) < 25 and len(text) < 3000, len(text)
+    # One tool told in full: its description and an example.
+    one = help_text(staff_user.pk, "file_read")
+    assert one.startswith("`/file_read <path>` — Read a text file")
+    assert '`/file_read {"path": ' in one
+    assert help_text(staff_user.pk, "/current_time").startswith("`/current_time` — ")
+    assert "No tool `nope`" in help_text(staff_user.pk, "nope")
