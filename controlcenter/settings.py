@@ -543,6 +543,13 @@ if AUDIT_RETENTION_DAYS:
         "schedule": 3600.0,
         "options": {"queue": "tools", "expires": 3600.0},
     }
+# /v1 retry keys past V1_IDEMPOTENCY_SECONDS are deleted hourly (a token's own are also
+# swept when it sends a request).
+CELERY_BEAT_SCHEDULE["api-request-keys-sweep"] = {
+    "task": "platform_app.tasks.api_request_keys_sweep",
+    "schedule": 3600.0,
+    "options": {"queue": "tools", "expires": 3600.0},
+}
 # Beat keeps nothing of its own: what is due lives in the database (Schedule.next_run_at).
 CELERY_BEAT_SCHEDULER = "celery.beat:Scheduler"
 CELERY_BEAT_MAX_LOOP_INTERVAL = max(1.0, min(SCHEDULES_TICK_SECONDS, 30.0))

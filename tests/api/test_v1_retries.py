@@ -242,6 +242,14 @@ def test_keys_expire(user: Any, settings: Any) -> None:
     fresh = retries.request_claim(token_id=token.pk, key="k", body="other", sdk_retry=False)
 
     assert not fresh.joined and ApiRequestKey.objects.get().pk == fresh.id
+    # A token that sends nothing more has its expired keys deleted by the hourly sweep.
+    ApiRequestKey.objects.filter(pk=fresh.id).update(created_at=timezone.now() - timedelta(days=2))
+    other = api_token_create(user=user, name="other")[0]
+    kept = retries.request_claim(token_id=other.pk, key="k", body="b", sdk_retry=False)
+    assert ApiRequestKey.objects.count() == 2  # another token's claim leaves them alone
+
+    assert retries.request_keys_sweep() == 1
+    assert list(ApiRequestKey.objects.values_list("pk", flat=True)) == [kept.id]
 
 
 def test_a_body_hashes_the_same_whatever_its_key_order() -> None:

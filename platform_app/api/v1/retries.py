@@ -93,6 +93,12 @@ def _joined(row: ApiRequestKey) -> Claim:
     )
 
 
+def request_keys_sweep() -> int:
+    """Delete every token's keys older than ``V1_IDEMPOTENCY_SECONDS``; how many."""
+    expired = timezone.now() - timedelta(seconds=settings.V1_IDEMPOTENCY_SECONDS)
+    return ApiRequestKey.objects.filter(created_at__lt=expired).delete()[0]
+
+
 def request_claim(*, token_id: int, key: str, body: str, sdk_retry: bool) -> Claim:
     """Find the earlier attempt this request repeats (and keep its turn running), or note
     this one as the first."""
