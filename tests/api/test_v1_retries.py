@@ -18,6 +18,7 @@ from chat_app.models import Conversation, Turn
 from platform_app.api.v1 import retries
 from platform_app.models import ApiRequestKey
 from tests.api.conftest import token_for
+from tests.e2e.conftest import run_app_server
 from tests.helpers import wait_for
 from tests.llm_server import Call, Reply
 from tools_app.models import ToolCall
@@ -140,6 +141,30 @@ def test_a_streamed_retry_gets_the_same_turns_stream(
 
     assert first == again and first[1] == "Streamed once."
     assert Turn.objects.count() == 1 and len(llm.requests) == 1
+
+
+def test_a_turn_whose_client_left_and_did_not_retry_stops_after_the_grace_time(
+    worker_process: Any, llm: Any, provider: Any, user: Any, other_user: Any, staff_user: Any
+) -> None:
+    ops = Group.objects.create(name="ops")
+    other_user.groups.add(ops)
+    function_approval_set(
+        user=staff_user, tool="current_time", mode="approver", approver_group_ids=[ops.pk]
+    )
+    llm.script(Reply(calls=[Call("current_time", {"timezone": "UTC"})]), Reply(text="late"))
+    with run_app_server(
+        "--no-beat", log_name="test-server-grace.log", V1_DISCONNECT_GRACE_SECONDS="4"
+    ) as url:
+        sdk = client(url, token_for(user), timeout=3)
+        with pytest.raises(openai.APITimeoutError):
+            sdk.chat.completions.create(model="General", messages=ask("Time?"))
+        assert Turn.objects.get().status == Turn.Status.RUNNING  # within the grace time
+        turn = wait_for(
+            lambda: Turn.objects.filter(status=Turn.Status.CANCELLED).first(),
+            timeout=20,
+            message="the turn to stop after the grace time",
+        )
+    assert ToolCall.objects.get(turn=turn).status != "succeeded"
 
 
 def test_a_key_reused_with_another_body_is_refused(
