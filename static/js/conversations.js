@@ -27,11 +27,20 @@ if (sidebar && box && results) {
 }
 
 // The active conversation's "⋯" menu is a popover: placed beside its button over the list
-// (fixed, so the sidebar's scrolling does not clip it), closed by Escape (layout.js), a click
+// (fixed on a desktop, so the sidebar's scrolling does not clip it), closed by Escape (layout.js), a click
 // outside it, or focus leaving it; the first field takes the focus when it opens.
+// In the phone's drawer (a transformed, fixed box while it slides) the panel stays below its
+// button, where the stylesheet puts it: the drawer is as tall as the screen and scrolls.
+const drawerLayout = window.matchMedia("(max-width: 760px)");
+
 function placeMenu(menu) {
   const panel = menu.querySelector(".conversation-actions-panel");
   if (!panel) return;
+  if (drawerLayout.matches) {
+    panel.classList.remove("placed");
+    panel.style.left = panel.style.top = "";
+    return;
+  }
   const button = menu.querySelector("summary").getBoundingClientRect();
   panel.classList.add("placed");
   const width = panel.offsetWidth;

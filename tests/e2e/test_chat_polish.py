@@ -52,6 +52,10 @@ def open_sidebar(page: Any) -> Any:
     if not sidebar.is_visible():
         page.get_by_role("button", name="Conversations").click()
         expect(sidebar).to_be_visible()
+    # The drawer slides in: measure where things are once it stands still.
+    page.wait_for_function(
+        "getComputedStyle(document.querySelector('.sidebar')).transform === 'none'"
+    )
     return sidebar
 
 
