@@ -400,6 +400,13 @@ API_RATE_LIMIT_PER_MINUTE = envint(
 # /v1 and /api/ event streams send a comment line after this many seconds without an event,
 # so proxies and clients keep a stream held by an approval (or a slow model) open.
 API_STREAM_KEEPALIVE_SECONDS = envfloat("API_STREAM_KEEPALIVE_SECONDS", 15.0, positive=True)
+# /v1 retries (docs/API_GUIDE.md "Retries and idempotency"): how long a chat request's
+# Idempotency-Key (or, for the openai SDK's own retries, its body) still finds its turn, and how
+# long the turn of a non-streaming request whose client left runs on, so a retry can join it.
+V1_IDEMPOTENCY_SECONDS = envint("V1_IDEMPOTENCY_SECONDS", 86400, minimum=60)
+V1_DISCONNECT_GRACE_SECONDS = envfloat("V1_DISCONNECT_GRACE_SECONDS", 120.0)
+if V1_DISCONNECT_GRACE_SECONDS < 0:
+    raise ImproperlyConfigured("V1_DISCONNECT_GRACE_SECONDS must not be negative")
 # Webhooks (platform_app/webhooks): attempts per delivery, the first wait between two (it
 # doubles each time, at most WEBHOOK_RETRY_MAX_SECONDS), and the seconds one attempt may take.
 WEBHOOK_MAX_ATTEMPTS = envint("WEBHOOK_MAX_ATTEMPTS", 6, minimum=1)
@@ -536,6 +543,13 @@ if AUDIT_RETENTION_DAYS:
         "schedule": 3600.0,
         "options": {"queue": "tools", "expires": 3600.0},
     }
+# /v1 retry keys past V1_IDEMPOTENCY_SECONDS are deleted hourly (a token's own are also
+# swept when it sends a request).
+CELERY_BEAT_SCHEDULE["api-request-keys-sweep"] = {
+    "task": "platform_app.tasks.api_request_keys_sweep",
+    "schedule": 3600.0,
+    "options": {"queue": "tools", "expires": 3600.0},
+}
 # Beat keeps nothing of its own: what is due lives in the database (Schedule.next_run_at).
 CELERY_BEAT_SCHEDULER = "celery.beat:Scheduler"
 CELERY_BEAT_MAX_LOOP_INTERVAL = max(1.0, min(SCHEDULES_TICK_SECONDS, 30.0))

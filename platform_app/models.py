@@ -493,3 +493,47 @@ class AuditExportDeadLetter(models.Model):
 
     def __str__(self) -> str:
         return f"seq {self.seq} → {self.exporter_id}"
+
+
+class ApiRequestKey(models.Model):
+    """A ``/v1`` chat request remembered so that a retry of it joins its turn instead of
+    starting another (issue 39): by the client's ``Idempotency-Key`` (``key``), or, for a
+    request without one, by its body (``key`` empty) when the openai SDK retries it. Kept in
+    the database, not in a process, so a retry that reaches another host of a fleet finds it;
+    the rows expire (``V1_IDEMPOTENCY_SECONDS``) and are swept."""
+
+    token = models.ForeignKey(
+        "tools_app.ApiToken", on_delete=models.CASCADE, related_name="request_keys"
+    )
+    key = models.CharField(max_length=255, blank=True)
+    body_hash = models.CharField(max_length=64)
+    conversation = models.ForeignKey(
+        "chat_app.Conversation", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    # Null while the first request is still starting, and for a command answered at once.
+    turn = models.ForeignKey(
+        "chat_app.Turn", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    started = models.BooleanField(default=False)
+    model = models.CharField(max_length=200, blank=True)
+    trace = models.BooleanField(default=True)
+    attempts = models.PositiveIntegerField(default=1)
+    # Set when a non-streaming client left while its turn ran: the turn is stopped then,
+    # unless a retry joined it first (which clears it).
+    stop_after = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["token", "key"],
+                condition=~models.Q(key=""),
+                name="api_request_key_once",
+            )
+        ]
+        indexes = [
+            models.Index(fields=["token", "body_hash", "-created_at"], name="api_request_by_body")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key or self.body_hash[:12]} → turn {self.turn_id}"

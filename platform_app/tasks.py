@@ -45,3 +45,11 @@ def audit_export_tick() -> None:
     from platform_app.audit_export.services import exporters_tick
 
     exporters_tick()
+
+
+@shared_task(name="platform_app.tasks.api_request_keys_sweep", ignore_result=True)
+def api_request_keys_sweep() -> None:
+    """Sent by Celery beat hourly: forget the /v1 retry keys that expired."""
+    from platform_app.api.v1.retries import request_keys_sweep
+
+    request_keys_sweep()

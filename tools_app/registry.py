@@ -228,8 +228,28 @@ class BaseTool(BaseModel, Generic[SettingsT]):
 
     @classmethod
     def from_shorthand(cls, text: str) -> dict[str, Any]:
-        """Arguments from a slash-command shorthand (``/shell ls -la``). JSON only by default."""
-        raise ValueError(f"/{cls.tool_name} takes JSON arguments, e.g. /{cls.tool_name} {{...}}")
+        """Arguments from a slash-command shorthand (``/file_read upload.csv``): the text is
+        the one required argument when the schema has exactly one and it is a string; other
+        tools take JSON unless they say how (``/shell ls -la``)."""
+        field = cls.plain_text_field()
+        if field is None:
+            raise ValueError(
+                f"/{cls.tool_name} takes JSON arguments, e.g. /{cls.tool_name} {{...}}"
+            )
+        return {field: text}
+
+    @classmethod
+    def plain_text_field(cls) -> str | None:
+        """The schema's one required argument when it is a string, else None."""
+        parameters = cls.openai_schema(strict=False)["function"]["parameters"]
+        required = parameters.get("required") or []
+        if len(required) != 1:
+            return None
+        prop = (parameters.get("properties") or {}).get(required[0])
+        kind = prop.get("type") if isinstance(prop, dict) else None
+        if kind == "string" or (isinstance(kind, list) and "string" in kind):
+            return str(required[0])
+        return None
 
     # --- policy ----------------------------------------------------------------------------
     def check_policy(self, settings: SettingsT, ctx: BindContext) -> None:

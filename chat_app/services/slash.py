@@ -13,21 +13,62 @@ from chat_app.services.agents import agent_for_conversation
 from tools_app import selectors
 from tools_app.i18n import text_localized
 from tools_app.models import ToolCall
-from tools_app.registry import BaseTool
+from tools_app.registry import GROUPS, BaseTool
 from tools_app.runtime import BindContext
 from tools_app.services.binding import CallLimits, CallRequest, toolcall_bind, toolcall_dispatch
 from tools_app.services.decision import usable_tools
 
 
-def help_text(user_id: int | None = None) -> str:
-    lines = [_("**Slash commands** call a tool directly, no LLM needed:"), ""]
-    for tool in usable_tools(user_id, None):
-        example = json.dumps(tool.example(), ensure_ascii=False)
-        alias = (_(" (or `/%(alias)s …`)") % {"alias": tool.tool_slash}) if tool.tool_slash else ""
-        description = text_localized(tool.description())
-        lines.append(f"- `/{tool.tool_name} {example}`{alias} — {description}")
+def help_text(user_id: int | None = None, topic: str = "") -> str:
+    """The ``/help`` notice, kept short: the tools the person may call, by group, each as it
+    is typed (``/file_read <path>`` where plain text is its argument); ``/help <tool>`` tells
+    one tool's description and arguments."""
+    tools = usable_tools(user_id, None)  # what the person can run now, as offered
+    if topic:
+        return _tool_help(tools, topic.strip().lstrip("/"))
+    lines = [
+        _(
+            "**Slash commands** call a tool directly, no LLM needed: `/tool text` where a "
+            "tool takes one text argument, `/tool {JSON}` otherwise. `/help tool` tells more "
+            "about one."
+        ),
+        "",
+    ]
+    by_group: dict[str, list[str]] = {}
+    for tool in tools:
+        by_group.setdefault(tool.tool_group, []).append(_usage(tool))
+    for name, usages in by_group.items():
+        group = GROUPS.get(name)
+        label = text_localized(group.label) if group is not None else name
+        lines.append(f"- **{label}**: " + ", ".join(usages))
     if len(lines) == 2:
         lines.append(_("- no tools are enabled"))
+    return "\n".join(lines)
+
+
+def _usage(tool: type[BaseTool]) -> str:
+    field = tool.plain_text_field()
+    name = tool.tool_slash or tool.tool_name
+    return f"`/{name} <{field}>`" if field is not None else f"`/{name}`"
+
+
+def _tool_help(tools: list[type[BaseTool]], word: str) -> str:
+    tool = next((t for t in tools if word in (t.tool_name, t.tool_slash)), None)
+    if tool is None:
+        return _("No tool `%(word)s` you may call. Type `/help` to list the tools.") % {
+            "word": word
+        }
+    example = json.dumps(tool.example(), ensure_ascii=False)
+    lines = [f"{_usage(tool)} — {text_localized(tool.description())}", ""]
+    if tool.plain_text_field() is None or tool.tool_slash:
+        lines.append(
+            _("Example: `/%(name)s %(example)s`") % {"name": tool.tool_name, "example": example}
+        )
+    else:
+        lines.append(
+            _("Or with JSON: `/%(name)s %(example)s`")
+            % {"name": tool.tool_name, "example": example}
+        )
     return "\n".join(lines)
 
 
@@ -73,7 +114,7 @@ def slash_run(
         tool = selectors.tool_for_slash(word) if word != "help" else None
         if tool is None:
             notice = (
-                help_text(user_id)
+                help_text(user_id, rest)
                 if word == "help"
                 else _("Unknown command `/%(word)s`. Type `/help` to list the tools.")
                 % {"word": word}

@@ -102,15 +102,24 @@ def _pretty(value: Any) -> str:
 WHO = {"user": "You", "assistant": "Assistant", "notice": "Control Center"}
 
 
+def _human(iso: str | None) -> str:
+    """An export's ISO time as a person reads it: ``2026-11-29 14:03 UTC`` (the JSON export
+    keeps the exact value)."""
+    if not iso:
+        return ""
+    return datetime.fromisoformat(iso).astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
 def export_markdown(conversation: Conversation) -> str:
     data = export_dict(conversation)
     lines = [f"# {' '.join(conversation.title.split())}", ""]
-    lines += [f"Exported from Control Center on {data['exported_at']}.", ""]
+    lines += [f"Exported from Control Center on {_human(data['exported_at'])}.", ""]
     for message in data["messages"]:
         who = WHO.get(message["role"], message["role"])
         if message["origin"]:
             who += f" ({message['origin']})"
-        lines += [f"## {who} · {message['created_at']}", ""]
+        when = _human(message["created_at"])
+        lines += [f"## {who} · {when}" if when else f"## {who}", ""]
         if message["content"]:
             lines += [message["content"], ""]
         for call in message["tool_calls"]:

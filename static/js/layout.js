@@ -175,13 +175,20 @@ function focusSearch() {
 }
 
 function stopOrClose() {
+  // A conversation's "⋯" popover closes first (it may be open inside the phone's drawer).
+  const popover = document.querySelector("details.conversation-actions[open]");
+  if (popover) {
+    popover.open = false;
+    popover.querySelector("summary")?.focus();
+    return true;
+  }
   if (body.classList.contains("drawer-open")) return setDrawer(false), true;
   if (body.classList.contains("menu-open")) {
     setMenu(false);
     menuButton?.focus();
     return true;
   }
-  const openMenu = document.querySelector("details.user-menu[open], details.conversation-actions[open]");
+  const openMenu = document.querySelector("details.user-menu[open]");
   if (openMenu && !narrow.matches) {
     openMenu.open = false;
     openMenu.querySelector("summary")?.focus();

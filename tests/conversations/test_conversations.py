@@ -4,6 +4,7 @@ date groups, search, export and import, share links — each the owner's only.""
 from __future__ import annotations
 
 import json
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -154,6 +155,12 @@ def test_export_as_json_and_markdown_and_import_back(user, other_user):
         and "**Tool call `shell_exec`** — succeeded" in markdown
     )
     assert "````\n" not in markdown.split("Done:")[0] and '"command": "ls"' in markdown
+
+    # Times a person reads (the JSON keeps the exact ones).
+    first = source.messages.order_by("created_at", "id").first()
+    assert f"## You · {first.created_at.strftime('%Y-%m-%d %H:%M')} UTC\n" in markdown
+    assert re.search(r"Exported from Control Center on \d{4}-\d\d-\d\d \d\d:\d\d UTC\.", markdown)
+    assert not re.search(r"\d\d:\d\d:\d\d\.\d{6}", markdown)
 
     # Bob imports Alice's export (a file she gave him): a new conversation of his, calls as records.
     bob = logged_in(other_user)

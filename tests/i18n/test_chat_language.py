@@ -163,8 +163,15 @@ async def test_the_websocket_follows_the_persons_own_choice(conversation, user):
         if event["type"] == "message" and event["role"] == "notice":
             notice = event
     assert "Слэш-команды" in notice["html"]
-    assert "Вернуть текущие дату и время" in notice["html"]  # current_time, described in Russian
+    assert "<strong>Время</strong>" in notice["html"]  # the tool groups, named in Russian
     assert "/current_time" in notice["html"]
+    await comm.send_json_to({"action": "send", "text": "/help current_time"})
+    notice = None
+    while notice is None:
+        event = await comm.receive_json_from(timeout=10)
+        if event["type"] == "message" and event["role"] == "notice":
+            notice = event
+    assert "Вернуть текущие дату и время" in notice["html"]  # current_time, described in Russian
     await comm.disconnect()
 
 

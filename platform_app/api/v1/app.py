@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from typing import Any
 
 from django.conf import settings
@@ -24,11 +23,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from infra.events import GroupListener
 from infra.safe_json import JsonTooDeep, json_loads_safe
 from infra.websocket import db
 from platform_app.api.errors import ApiError, error_body, refusal_error
 from platform_app.api.follow import turn_listen
-from platform_app.api.v1 import services
+from platform_app.api.v1 import retries, services
 from platform_app.api.v1.schemas import ChatCompletionRequest
 from platform_app.api.v1.stream import Reply, stream_reply, whole_reply
 
@@ -102,7 +102,16 @@ async def model(request: Request) -> Response:
 
 async def chat_completions(request: Request) -> Response:
     token_id = await _token_id(request, "chat")
-    chat = _parsed(await _json_body(request))
+    data = await _json_body(request)
+    chat = _parsed(data)
+    claim = await db(retries.request_claim)(
+        token_id=token_id,
+        key=retries.idempotency_key(request.headers.get("idempotency-key", "")),
+        body=retries.body_hash(data),
+        sdk_retry=retries.sdk_retry(request.headers.get("x-stainless-retry-count", "")),
+    )
+    if claim.joined:  # a retry: the turn its first attempt started, not a new one
+        return await _join(request, chat, claim)
     header = request.headers.get("x-conversation-id", "")
     asked = {
         "token_id": token_id,
@@ -126,38 +135,98 @@ async def chat_completions(request: Request) -> Response:
     except BaseException:
         if events is not None:
             await events.__aexit__(None, None, None)
+        await asyncio.shield(db(retries.request_forget)(claim.id))
         raise
+    await db(retries.request_started)(
+        claim_id=claim.id,
+        conversation_id=prepared.conversation_id,
+        turn_id=turn_id,
+        model=prepared.model,
+        trace=prepared.trace,
+    )
     reply = Reply(
         id=f"chatcmpl-cc-{turn_id or 'none'}-{prepared.conversation_id}",
-        created=int(time.time()),
+        created=claim.created,  # a retry answers with the same
         model=prepared.model,
         conversation_id=prepared.conversation_id,
         turn_id=turn_id,
         trace=prepared.trace,
     )
-    headers = {"X-Conversation-Id": str(reply.conversation_id)}
-    if turn_id is not None:
-        headers["X-Turn-Id"] = str(turn_id)
+    return await _respond(request, chat, reply, events, claim, {})
+
+
+async def _join(request: Request, chat: ChatCompletionRequest, claim: retries.Claim) -> Response:
+    """Answer a retry from the turn its first attempt started (running or ended)."""
+    assert claim.conversation_id is not None
+    reply = Reply(
+        id=f"chatcmpl-cc-{claim.turn_id or 'none'}-{claim.conversation_id}",
+        created=claim.created,
+        model=claim.model,
+        conversation_id=claim.conversation_id,
+        turn_id=claim.turn_id,
+        trace=claim.trace,
+    )
+    events = turn_listen(claim.conversation_id)
+    await events.__aenter__()
+    return await _respond(request, chat, reply, events, claim, {"Idempotent-Replayed": "true"})
+
+
+async def _respond(
+    request: Request,
+    chat: ChatCompletionRequest,
+    reply: Reply,
+    events: GroupListener,
+    claim: retries.Claim,
+    headers: dict[str, str],
+) -> Response:
+    headers = {**headers, "X-Conversation-Id": str(reply.conversation_id)}
+    if reply.turn_id is not None:
+        headers["X-Turn-Id"] = str(reply.turn_id)
     keepalive = settings.API_STREAM_KEEPALIVE_SECONDS
     if chat.stream:
         include_usage = bool(chat.stream_options and chat.stream_options.include_usage)
         body = stream_reply(events, reply, include_usage=include_usage, keepalive=keepalive)
         headers.update({"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
         return StreamingResponse(body, media_type="text/event-stream", headers=headers)
-    answer = asyncio.ensure_future(whole_reply(events, reply, keepalive=keepalive))
+    grace = settings.V1_DISCONNECT_GRACE_SECONDS
+    answer = asyncio.ensure_future(
+        whole_reply(events, reply, keepalive=keepalive, stop_on_leave=not grace)
+    )
     gone = asyncio.ensure_future(_client_gone(request))
     try:
         await asyncio.wait({answer, gone}, return_when=asyncio.FIRST_COMPLETED)
     finally:
         gone.cancel()
-    if not answer.done():  # the client left: whole_reply stops the turn as it unwinds
+    if not answer.done():  # the client left: its turn stops, now or after the grace time
         answer.cancel()
         await asyncio.gather(answer, return_exceptions=True)
+        if grace and reply.turn_id is not None:
+            _stop_later(claim, reply.turn_id, grace)
         return Response(status_code=499)
     result = answer.result()
     if "error" in result:  # the turn failed: the same request would fail again
         return JSONResponse(result, status_code=502, headers={**headers, "x-should-retry": "false"})
     return JSONResponse(result, headers=headers)
+
+
+_waiting: set[asyncio.Task[None]] = set()
+
+
+def _stop_later(claim: retries.Claim, turn_id: int, grace: float) -> None:
+    """The turn of a client that left runs ``grace`` seconds more for a retry to join it;
+    then it stops, unless a retry did (the mark is in the database: any host's retry counts)."""
+
+    async def later() -> None:
+        try:
+            await db(retries.request_left)(claim.id, claim.attempts, grace)
+            await asyncio.sleep(grace)
+            await db(retries.request_stop_if_due)(claim.id)
+        except Exception:
+            logger.exception("turn %s: could not stop it after its client left", turn_id)
+
+    task = asyncio.get_running_loop().create_task(later())
+    _waiting.add(task)
+    task.add_done_callback(_waiting.discard)
 
 
 async def _client_gone(request: Request) -> None:

@@ -6,7 +6,8 @@ unless the token or the request turned it off, a markdown line per tool call (``
 The same calls, and the turn's ids, are in a ``controlcenter`` field that standard clients
 ignore. A call that waits for an approver holds the stream, which sends an SSE comment
 (``: keep-alive``) every ``API_STREAM_KEEPALIVE_SECONDS`` until it is decided or expires.
-A client that goes away before the end stops the turn, as Stop does.
+A client that goes away before the end stops the turn, as Stop does (a non-streaming one after
+``V1_DISCONNECT_GRACE_SECONDS``, so that its retry can join the turn: ``retries``).
 """
 
 from __future__ import annotations
@@ -178,9 +179,13 @@ async def stream_reply(
         _close(events, reply, finished)
 
 
-async def whole_reply(events: GroupListener, reply: Reply, *, keepalive: float) -> Any:
+async def whole_reply(
+    events: GroupListener, reply: Reply, *, keepalive: float, stop_on_leave: bool = True
+) -> Any:
     """The ``chat.completion`` object once the turn ended, or the OpenAI error body (a
-    failed turn: 502). ``events`` was entered before the turn started; this leaves it."""
+    failed turn: 502). ``events`` was entered before the turn started; this leaves it.
+    Cancelled (the client left), it stops the turn unless ``stop_on_leave`` is false (the
+    caller gives a retry time to join it: ``retries.request_left``)."""
     finished = False
     try:
         if reply.turn_id is None:
@@ -193,7 +198,7 @@ async def whole_reply(events: GroupListener, reply: Reply, *, keepalive: float) 
             content = compose(outcome, trace=reply.trace)
         finished = True
     finally:
-        _close(events, reply, finished)
+        _close(events, reply, finished or not stop_on_leave)
     if outcome.status == Turn.Status.FAILED:
         return turn_failed(outcome)
     usage = outcome.usage or {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
