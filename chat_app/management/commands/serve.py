@@ -38,6 +38,13 @@ class Command(BaseCommand):
         from infra.observability import observability_start
 
         observability_start("web")  # its metrics: /metrics; traces if OTEL_* say so
+        if settings.DATABASES["default"].get("CONN_MAX_AGE") is None:
+            from django.core.signals import request_finished
+
+            from infra.request_threads import close_request_connections
+
+            # Persistent connections suit the runner's long-lived threads, not a request's.
+            request_finished.connect(close_request_connections, dispatch_uid="cc-request-db")
         if settings.MODE == "distributed":
             from chat_app.services.process_beats import process_join
 
