@@ -30,6 +30,7 @@ BENCHES = [
     "observability",
     "audit_chain",
     "turn_cost",
+    "memory",
 ]
 
 

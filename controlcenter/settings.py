@@ -474,6 +474,9 @@ CHAT_MAX_MESSAGE_BYTES = envint("CHAT_MAX_MESSAGE_BYTES", 256 * 1024, minimum=10
 # the two limits the consumer answers with an error and the socket stays open.
 WEBSOCKET_MAX_FRAME_BYTES = max(16 * 1024 * 1024, 4 * CHAT_MAX_MESSAGE_BYTES)
 WEB_LISTEN_BACKLOG = envint("WEB_LISTEN_BACKLOG", 1024, minimum=16)
+# glibc malloc arenas of ``manage.py serve`` (infra.malloc); 0: glibc's own (8 per core).
+# MALLOC_ARENA_MAX, when set, decides instead.
+SERVE_MALLOC_ARENAS = envint("SERVE_MALLOC_ARENAS", 2, minimum=0)
 WORKSPACES_DIR = envpath("WORKSPACES_DIR", VAR_DIR / "workspaces")
 MEDIA_DIR = VAR_DIR / "media"
 # Platform tools (issue 10): skills shared by every conversation (<dir>/<skill>/SKILL.md),

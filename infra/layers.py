@@ -94,6 +94,9 @@ class ThreadSafeInMemoryChannelLayer(BaseChannelLayer):
                             if chan2.messages and chan2.waiters:
                                 wl, wf = chan2.waiters.popleft()
                                 wl.call_soon_threadsafe(_wake, wf)
+                        # A closed websocket's receive ends here: its channel goes with it.
+                        if not chan2.messages and not chan2.waiters:
+                            self._channels.pop(channel, None)
                 raise
 
     async def new_channel(self, prefix: str = "specific.") -> str:

@@ -30,8 +30,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from platform_app import safe_files
 from platform_app.memory.embedders import Embedder
 from platform_app.memory.fulltext import fts5_query, terms
@@ -217,6 +215,8 @@ class _Index:
     def embed(self, embedder: Embedder) -> None:
         """The sections' vectors under ``embedder`` (ToolError when it fails). A section with
         no text under its heading gets none: its heading alone would match by meaning."""
+        import numpy as np  # here, not with the module: numpy is ~15 MiB, loaded by a search
+
         if self.vectors is not None and self.embedder == embedder.id:
             return
         texts, keys = self.texts()
@@ -247,6 +247,8 @@ def _cache_file(embedder_id: str) -> Path:
 
 
 def _vectors_for(embedder_id: str) -> dict[str, Any]:
+    import numpy as np
+
     cache = _vector_cache.get(embedder_id)
     if cache is None:
         cache = {}
@@ -260,6 +262,8 @@ def _vectors_for(embedder_id: str) -> dict[str, Any]:
 
 
 def _vectors_save(embedder_id: str, cache: dict[str, Any]) -> None:
+    import numpy as np
+
     target = _cache_file(embedder_id)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -276,6 +280,8 @@ def _vectors_add(embedder: Embedder, texts: list[str], keys: list[str]) -> None:
 
 def _vectors_store(embedder_id: str, keys: list[str], fresh: Any) -> None:
     """Keep ``fresh`` vectors by their texts' ``keys``, in memory and in ``var/cache/``."""
+    import numpy as np
+
     cache = _vectors_for(embedder_id)
     if len(cache) + len(keys) > _VECTOR_CACHE_MAX:
         cache.clear()
@@ -340,6 +346,8 @@ def docs_search(
     embedder: Embedder | None = None,
     min_similarity: float = 0.3,
 ) -> SearchResult:
+    import numpy as np
+
     if not terms(query):
         raise DocsError("the query has no words to search for")
     files = [

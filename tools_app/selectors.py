@@ -104,6 +104,9 @@ def config_pinned() -> Iterator[ConfigSnapshot]:
 
 _memo: dict[Any, Any] = {}
 _memo_token: str | None = None
+# Keys per person ("person groups", user id) make it grow with everyone who takes a turn
+# while the configuration stands: past this many entries it starts again.
+_MEMO_MAX = 10_000
 
 
 def config_memo(key: Any, build: Callable[[], T]) -> T:
@@ -125,6 +128,8 @@ def config_memo(key: Any, build: Callable[[], T]) -> T:
     value = build()  # read after the token: never older than it (see config_snapshot)
     with _lock:
         if _memo_token == snapshot.token:
+            if len(_memo) >= _MEMO_MAX:
+                _memo.clear()
             _memo[key] = value
     return value
 

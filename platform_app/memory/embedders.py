@@ -15,11 +15,15 @@ Every vector is returned L2-normalised, so cosine similarity is a dot product.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
-
-import numpy as np
+from typing import TYPE_CHECKING, Protocol
 
 from tools_app.errors import ToolError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# numpy (~15 MiB) is imported by the functions that compute, not with the module: every turn
+# reads the core memory through these modules, and only a memory search needs numpy.
 
 
 class Embedder(Protocol):
@@ -34,6 +38,8 @@ class Embedder(Protocol):
 
 
 def normalise(vectors: np.ndarray) -> np.ndarray:
+    import numpy as np
+
     vectors = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     return (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
@@ -72,6 +78,7 @@ class ProviderEmbedder:
         return f"provider:{self.provider_name}:{self.model}"
 
     def embed(self, texts: list[str]) -> np.ndarray:
+        import numpy as np
         import openai
 
         client = openai.OpenAI(

@@ -24,19 +24,28 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from platform_app.models import MemoryChunk
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# numpy (~15 MiB) is imported by the functions that compute, not with the module: every turn
+# reads the core memory through these modules, and only a memory search needs numpy.
 
 CACHE_USERS = 32
 
 
 def to_bytes(vector: np.ndarray) -> bytes:
+    import numpy as np
+
     return np.asarray(vector, dtype="<f4").tobytes()
 
 
 def from_bytes(data: bytes | memoryview) -> np.ndarray:
+    import numpy as np
+
     return np.frombuffer(bytes(data), dtype="<f4")
 
 
@@ -67,6 +76,8 @@ def _version(user_id: int, embedder: str) -> tuple[object, ...]:
 
 
 def _load(user_id: int, embedder: str, version: tuple[object, ...]) -> _Matrix:
+    import numpy as np
+
     rows = list(
         MemoryChunk.objects.filter(user_id=user_id, embedder=embedder)
         .exclude(embedding=None)
@@ -116,6 +127,8 @@ def search(
     matrix: _Matrix | None = None,
 ) -> list[tuple[int, float]]:
     """(chunk id, cosine similarity) of the user's nearest chunks, best first."""
+    import numpy as np
+
     if matrix is None:
         matrix = _matrix(user_id, embedder)
     if not len(matrix.ids) or matrix.vectors.shape[1] != query.shape[0]:

@@ -17,30 +17,6 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from detect_secrets.plugins.artifactory import ArtifactoryDetector
-from detect_secrets.plugins.aws import AWSKeyDetector
-from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
-from detect_secrets.plugins.basic_auth import BasicAuthDetector
-from detect_secrets.plugins.discord import DiscordBotTokenDetector
-from detect_secrets.plugins.github_token import GitHubTokenDetector
-from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
-from detect_secrets.plugins.high_entropy_strings import (
-    Base64HighEntropyString,
-    HexHighEntropyString,
-)
-from detect_secrets.plugins.jwt import JwtTokenDetector
-from detect_secrets.plugins.mailchimp import MailchimpDetector
-from detect_secrets.plugins.npm import NpmDetector
-from detect_secrets.plugins.openai import OpenAIDetector
-from detect_secrets.plugins.private_key import PrivateKeyDetector
-from detect_secrets.plugins.pypi_token import PypiTokenDetector
-from detect_secrets.plugins.sendgrid import SendGridDetector
-from detect_secrets.plugins.slack import SlackDetector
-from detect_secrets.plugins.square_oauth import SquareOAuthDetector
-from detect_secrets.plugins.stripe import StripeDetector
-from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
-from detect_secrets.plugins.twilio import TwilioKeyDetector
-
 ENTROPY_MIN_LENGTH = 24
 BASE64_ENTROPY_LIMIT = 4.5  # detect-secrets' own defaults
 HEX_ENTROPY_LIMIT = 3.0
@@ -60,8 +36,28 @@ class Match:
     end: int
 
 
+# detect-secrets is imported where it is used, not with this module: its plugins bring in
+# requests and its whole scanner (~18 MiB), which a server carries only once a guard scans.
 @cache
 def _shape_plugins() -> tuple[Any, ...]:
+    from detect_secrets.plugins.artifactory import ArtifactoryDetector
+    from detect_secrets.plugins.aws import AWSKeyDetector
+    from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
+    from detect_secrets.plugins.basic_auth import BasicAuthDetector
+    from detect_secrets.plugins.discord import DiscordBotTokenDetector
+    from detect_secrets.plugins.github_token import GitHubTokenDetector
+    from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
+    from detect_secrets.plugins.mailchimp import MailchimpDetector
+    from detect_secrets.plugins.npm import NpmDetector
+    from detect_secrets.plugins.openai import OpenAIDetector
+    from detect_secrets.plugins.pypi_token import PypiTokenDetector
+    from detect_secrets.plugins.sendgrid import SendGridDetector
+    from detect_secrets.plugins.slack import SlackDetector
+    from detect_secrets.plugins.square_oauth import SquareOAuthDetector
+    from detect_secrets.plugins.stripe import StripeDetector
+    from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
+    from detect_secrets.plugins.twilio import TwilioKeyDetector
+
     return (
         AWSKeyDetector(),
         GitHubTokenDetector(),
@@ -85,6 +81,11 @@ def _shape_plugins() -> tuple[Any, ...]:
 
 @cache
 def _entropy_plugins() -> tuple[Any, ...]:
+    from detect_secrets.plugins.high_entropy_strings import (
+        Base64HighEntropyString,
+        HexHighEntropyString,
+    )
+
     return (
         Base64HighEntropyString(limit=BASE64_ENTROPY_LIMIT),
         HexHighEntropyString(limit=HEX_ENTROPY_LIMIT),
@@ -101,6 +102,10 @@ def _spans(text: str, value: str) -> Iterator[tuple[int, int]]:
 def find_secrets(text: str, *, entropy: bool = True) -> list[Match]:
     """Where secrets stand in ``text``, by kind; overlapping finds are merged, the first
     naming them, and a high-entropy run that holds a known shape is left to the shape."""
+    from detect_secrets.plugins.high_entropy_strings import HexHighEntropyString
+    from detect_secrets.plugins.jwt import JwtTokenDetector
+    from detect_secrets.plugins.private_key import PrivateKeyDetector
+
     found: list[Match] = []
     private = PrivateKeyDetector.secret_type
     for block in _PRIVATE_KEY_BLOCK.finditer(text):  # the whole key, not its first line

@@ -35,9 +35,20 @@ class Command(BaseCommand):
         from chat_app.services.providers import provider_seed_from_env
         from infra.body_limit import CappedServer
         from infra.maintenance import start_maintenance_thread
+        from infra.malloc import malloc_arenas_limit
         from infra.observability import observability_start
 
+        if settings.SERVE_MALLOC_ARENAS:
+            # Before any thread starts: its arenas are the ones that fragment.
+            malloc_arenas_limit(settings.SERVE_MALLOC_ARENAS)
         observability_start("web")  # its metrics: /metrics; traces if OTEL_* say so
+        if settings.DATABASES["default"].get("CONN_MAX_AGE") is None:
+            from django.core.signals import request_finished
+
+            from infra.request_threads import close_request_connections
+
+            # Persistent connections suit the runner's long-lived threads, not a request's.
+            request_finished.connect(close_request_connections, dispatch_uid="cc-request-db")
         if settings.MODE == "distributed":
             from chat_app.services.process_beats import process_join
 

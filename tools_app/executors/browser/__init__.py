@@ -69,6 +69,7 @@ accounts.google.com) leave through the proxy like any request to a public host.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 
@@ -96,9 +97,10 @@ def browser_maintenance() -> None:
     """A maintenance step (registered by ``tools_app.apps``): close idle contexts and sweep
     hand-off files."""
     from tools_app.executors.browser import handoff
-    from tools_app.executors.browser.pool import CONTEXT_IDLE_SECONDS, existing_pool
 
-    pool = existing_pool()
+    # No pool module loaded, no pool: the sweep must not load Playwright to find that out.
+    pool_module = sys.modules.get("tools_app.executors.browser.pool")
+    pool = pool_module.existing_pool() if pool_module is not None else None
     if pool is not None:
         pool.reap()
-    handoff.sweep(CONTEXT_IDLE_SECONDS)
+    handoff.sweep(handoff.CONTEXT_IDLE_SECONDS)

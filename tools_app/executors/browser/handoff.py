@@ -29,6 +29,11 @@ from django.conf import settings
 
 logger = logging.getLogger(__name__)
 
+# A context idle this long is closed, and its hand-off state swept. Here rather than in
+# pool.py so the maintenance sweep does not load Playwright (~18 MiB) in a process that never
+# opened a browser.
+CONTEXT_IDLE_SECONDS = 600.0
+
 _KEY = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
 
 

@@ -38,6 +38,7 @@ from tools_app.executors.browser.chromium import (
     sandbox_enabled,
 )
 from tools_app.executors.browser.guard import Judge, Policy
+from tools_app.executors.browser.handoff import CONTEXT_IDLE_SECONDS
 from tools_app.executors.browser.session import CallTrace, Session
 from tools_app.executors.browser.settings import BrowserSettings
 from tools_app.executors.browser.socks import PinningProxy
@@ -45,7 +46,6 @@ from tools_app.executors.browser.socks import PinningProxy
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
-CONTEXT_IDLE_SECONDS = 600.0
 BROWSER_IDLE_SECONDS = 1800.0
 _SLICE = 0.05
 

@@ -5,8 +5,6 @@ import time
 from datetime import datetime
 from typing import Any
 
-from docker.errors import APIError, DockerException
-
 from tools_app.errors import ToolCancelled, ToolError, ToolTimeout
 from tools_app.executors.docker import managed
 from tools_app.executors.docker.engine import client_for, container_allowed, get_container
@@ -65,6 +63,8 @@ def env_shown(env: list[str], *, values: bool) -> dict[str, str]:
 def docker_list_containers(
     args: DockerListContainers, ctx: ActivityContext[DockerSettings]
 ) -> dict[str, Any]:
+    from docker.errors import DockerException
+
     settings = _settings(ctx)
     client = client_for(settings)
     filters = {"name": args.name} if args.name else None
@@ -135,6 +135,8 @@ def _since(value: str | None) -> datetime | int | None:
 
 @activity("docker_logs")
 def docker_logs(args: DockerLogs, ctx: ActivityContext[DockerSettings]) -> dict[str, Any]:
+    from docker.errors import DockerException
+
     settings = _settings(ctx)
     container = get_container(client_for(settings), args.container_id, settings)
     try:
@@ -152,6 +154,8 @@ def docker_logs(args: DockerLogs, ctx: ActivityContext[DockerSettings]) -> dict[
 
 @activity("docker_exec")
 def docker_exec(args: DockerExec, ctx: ActivityContext[DockerSettings]) -> dict[str, Any]:
+    from docker.errors import APIError
+
     settings = _settings(ctx)
     client = client_for(settings)
     container = get_container(client, args.container_id, settings)
@@ -201,6 +205,8 @@ def docker_exec(args: DockerExec, ctx: ActivityContext[DockerSettings]) -> dict[
 
 
 def _lifecycle(ctx: ActivityContext[DockerSettings], ident: str, action: str) -> dict[str, Any]:
+    from docker.errors import DockerException
+
     settings = _settings(ctx)
     container = get_container(client_for(settings), ident, settings)
     try:

@@ -11,10 +11,11 @@ import fnmatch
 import threading
 from typing import Any, Protocol
 
-import docker
-from docker.errors import DockerException, NotFound
-
 from tools_app.errors import PolicyDenied, ToolError
+
+# The docker SDK (with requests and urllib3, ~18 MiB) is imported by the functions that talk to
+# an engine, here and in activity.py and managed.py: a server that never runs a docker tool
+# should not carry it.
 
 SANDBOX_LABEL = "controlcenter.sandbox"
 _clients: dict[str, Any] = {}
@@ -42,6 +43,9 @@ def engine_url(settings: EngineSettings) -> str:
 
 
 def client_for(settings: EngineSettings) -> Any:
+    import docker
+    from docker.errors import DockerException
+
     url = engine_url(settings)
     with _lock:
         client = _clients.get(url)
@@ -94,6 +98,8 @@ def container_allowed(name: str, labels: dict[str, str], patterns: list[str]) ->
 
 
 def get_container(client: Any, ident: str, settings: EngineSettings) -> Any:
+    from docker.errors import DockerException, NotFound
+
     try:
         container = client.containers.get(ident)
     except NotFound:

@@ -15,7 +15,6 @@ import time
 from typing import Any
 
 from django.conf import settings as django_settings
-from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 
 from tools_app.errors import PolicyDenied, ToolCancelled, ToolError, ToolTimeout
 from tools_app.executors.docker.engine import client_for
@@ -87,6 +86,8 @@ def container_spec(
 def container_make(
     args: ContainerCreate, ctx: ActivityContext[DockerSettings], *, start: bool
 ) -> Any:
+    from docker.errors import APIError, DockerException, ImageNotFound
+
     settings = ctx.settings
     client = client_for(settings)
     if settings.max_containers and managed_count(client) >= settings.max_containers:
@@ -126,6 +127,8 @@ def container_make(
 
 
 def _quietly_remove(container: Any) -> None:
+    from docker.errors import DockerException
+
     with contextlib.suppress(DockerException):
         container.remove(force=True)
 
@@ -176,6 +179,8 @@ def run_to_end(container: Any, ctx: ActivityContext[DockerSettings]) -> dict[str
 def managed_get(ident: str, ctx: ActivityContext[DockerSettings]) -> Any:
     """A container this tool created, of this deployment, and — for a non-admin — of the
     caller; anything else is refused in the same words as a missing one."""
+    from docker.errors import DockerException, NotFound
+
     client = client_for(ctx.settings)
     container = None
     for name in (ident, PREFIX + ident):
@@ -200,6 +205,8 @@ def managed_get(ident: str, ctx: ActivityContext[DockerSettings]) -> Any:
 def container_act(
     ident: str, ctx: ActivityContext[DockerSettings], action: str, *, force: bool = False
 ) -> dict[str, Any]:
+    from docker.errors import APIError, DockerException, NotFound
+
     container = managed_get(ident, ctx)
     try:
         if action == "stop":

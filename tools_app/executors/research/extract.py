@@ -21,9 +21,6 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-import trafilatura
-from trafilatura.utils import detect_encoding
-
 from tools_app.errors import ToolError
 from tools_app.executors.http.charset import decode_text, text_codec
 from tools_app.executors.http.client import fetch
@@ -104,6 +101,8 @@ def html_to_text(html: bytes | str, *, url: str | None = None) -> tuple[str, str
         return "", ""
     if isinstance(html, bytes):
         html = _document_text(html)
+    import trafilatura  # ~25 MiB with lxml, justext and babel: loaded by the first page read
+
     try:
         doc = trafilatura.bare_extraction(
             html,
@@ -133,6 +132,8 @@ def _document_text(raw: bytes) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
         pass
+    from trafilatura.utils import detect_encoding
+
     for guess in detect_encoding(raw):
         codec = text_codec(guess)
         if codec is not None:
