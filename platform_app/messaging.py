@@ -1,10 +1,13 @@
-"""send_message: post into another conversation of the same user, or to a webhook an admin
-named. Nothing else is reachable: a conversation must belong to the caller, a webhook must be
-on the Messaging group's list, and webhook requests go through the HTTP tool's SSRF-guarded
-client (no loopback, private, link-local or metadata address unless an admin allows it)."""
+"""send_message: post into another conversation of the same user, to a webhook an admin
+named, or to a Telegram chat an admin allowed. Nothing else is reachable: a conversation must
+belong to the caller, a webhook or a Telegram chat must be on the Messaging group's lists (or be
+the chat an admin linked to the caller), and webhook and Bot API requests go through the HTTP
+tool's SSRF-guarded client (no loopback, private, link-local or metadata address unless an admin
+allows it)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.db import transaction
@@ -90,3 +93,124 @@ def webhook_post(
             body = " ".join((result.text or "").split())[:200]
         raise ToolError(f"webhook {name!r} answered HTTP {result.status}: {body}")
     return {"delivered": True, "webhook": name, "status": result.status}
+
+
+def telegram_chat_check(
+    *, chat_id: str, chats: list[str], people: list[str], user_id: int | None
+) -> str:
+    """The Telegram chat ``chat_id`` names, if an admin allowed it: a chat on the list, or
+    "me", the chat an admin linked to the caller. PolicyDenied otherwise, before anything is
+    sent. A "telegram_" prefix (the seed's spelling, telegram_123456) is accepted."""
+    text = chat_id.strip()
+    if text.lower().startswith("telegram_"):
+        text = text[len("telegram_") :]
+    if text.lower() == "me":
+        linked = telegram_linked_chat(people=people, user_id=user_id)
+        if linked is None:
+            raise PolicyDenied(
+                "no Telegram chat is linked to you; an admin links one in the Messaging "
+                "group's Telegram people"
+            )
+        return linked
+    if text not in chats:
+        allowed = ", ".join(chats) or "none are configured"
+        raise PolicyDenied(
+            f"{chat_id!r} is not a Telegram chat an admin allowed (chats: {allowed}; "
+            '"me" for your own chat, if an admin linked one)'
+        )
+    return text
+
+
+def telegram_linked_chat(*, people: list[str], user_id: int | None) -> str | None:
+    if user_id is None or not people:
+        return None
+    from django.contrib.auth import get_user_model
+
+    username = (
+        get_user_model().objects.filter(pk=user_id).values_list("username", flat=True).first()
+    )
+    for entry in people:
+        name, _, chat = entry.partition("=")
+        if username is not None and name == username:
+            return chat
+    return None
+
+
+def telegram_post(
+    *,
+    token: str,
+    base_url: str,
+    chat_id: str,
+    text: str,
+    private_allowed: list[str],
+    timeout: float,
+    cancel: Any,
+) -> dict[str, Any]:
+    """POST {base}/bot{token}/sendMessage with {chat_id, text}; the Bot API's answer, or a
+    ToolError in words a person can act on. The token is part of the URL, so it is taken out
+    of every message that leaves here, whoever wrote it (the guard, the network, the server)."""
+    from tools_app.executors.http.client import fetch
+
+    if not token:
+        raise PolicyDenied("no Telegram bot token is configured; an admin sets one in Messaging")
+    target: int | str = int(chat_id) if chat_id.lstrip("-").isdigit() else chat_id
+    try:
+        result = fetch(
+            "POST",
+            f"{base_url}/bot{token}/sendMessage",
+            json_body={"chat_id": target, "text": text},
+            timeout=timeout,
+            max_bytes=16_000,
+            follow_redirects=False,
+            private_allowed=private_allowed,
+            cancel=cancel,
+        )
+    except ToolError as exc:
+        raise _without(token, exc) from None
+    try:
+        reply = json.loads(result.text or "")
+    except ValueError:
+        reply = None
+    if not isinstance(reply, dict) or "ok" not in reply:
+        if 300 <= result.status < 400:
+            raise ToolError("the Bot API answered with a redirect, which is not followed")
+        raise ToolError(
+            f"the Bot API answered HTTP {result.status} without a Bot API reply; not delivered"
+        )
+    if reply.get("ok") is True and 200 <= result.status < 300:
+        sent = reply.get("result")
+        sent = sent if isinstance(sent, dict) else {}
+        return {"delivered": True, "chat_id": chat_id, "message_id": sent.get("message_id")}
+    code = reply.get("error_code", result.status)
+    description = _scrub(token, " ".join(str(reply.get("description") or "").split())[:300])
+    parameters = reply.get("parameters")
+    parameters = parameters if isinstance(parameters, dict) else {}
+    if code == 429 or result.status == 429:
+        retry_after = parameters.get("retry_after")
+        wait = f"try again in {retry_after} s" if isinstance(retry_after, int) else "try later"
+        raise ToolError(
+            f"Telegram is limiting this bot's messages (429): {wait}; not delivered",
+            permanent=False,
+            data={"retry_after": retry_after} if isinstance(retry_after, int) else None,
+        )
+    raise ToolError(f"Telegram refused the message (error {code}: {description}); not delivered")
+
+
+def _scrub(token: str, text: str) -> str:
+    from urllib.parse import quote
+
+    for spelling in {token, quote(token, safe=""), token.split(":", 1)[-1]}:
+        if spelling:
+            text = text.replace(spelling, "<token>")
+    return text
+
+
+def _without(token: str, exc: ToolError) -> ToolError:
+    """The same error with the token taken out of its words; its cause (a network error that
+    may quote the URL) is dropped, so no traceback in a log carries it."""
+    exc.message = _scrub(token, exc.message)
+    exc.args = (exc.message,)
+    exc.data = json.loads(_scrub(token, json.dumps(exc.data))) if exc.data else exc.data
+    exc.__cause__ = exc.__context__ = None
+    exc.__traceback__ = None
+    return exc

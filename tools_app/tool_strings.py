@@ -712,7 +712,7 @@ STRINGS = [
     # group messaging
     _('Messaging'),
     # group messaging
-    _('send_message: into another conversation of the same user, or to webhook targets an admin names (behind the SSRF guard).'),
+    _('send_message: into another conversation of the same user, to webhook targets an admin names (behind the SSRF guard), or to Telegram chats on an allow-list.'),
     # group messaging: settings
     _('Allow posting into another conversation of the same user.'),
     # group messaging: settings
@@ -722,17 +722,33 @@ STRINGS = [
     # group messaging: settings
     _('Longest message sent.'),
     # group messaging: settings
+    _("The Telegram bot's token (from @BotFather). Stored encrypted; the model, the audit log and the cards never see it."),
+    # group messaging: settings
+    _('Telegram chats the model may send to, one per line: a chat id (-1001234567890) or a public @channel. Nothing else is reachable.'),
+    # group messaging: settings
+    _('A person\'s own Telegram chat, one per line: username=chat id. That person\'s calls may send to chat_id "me"; nobody else\'s may.'),
+    # group messaging: settings
+    _('Bot API base URL. Another one (a local Bot API server) on a private or loopback address must also be listed under private hosts.'),
+    # group messaging: settings
     _('Conversation channel'),
     # group messaging: settings
     _('Webhooks'),
     # group messaging: settings
     _('Max text'),
+    # group messaging: settings
+    _('Telegram bot token'),
+    # group messaging: settings
+    _('Telegram chats'),
+    # group messaging: settings
+    _('Telegram people'),
+    # group messaging: settings
+    _('Telegram api url'),
     # tool send_message
-    _('Send a message. channel "conversation": post it into another of the user\'s conversations (chat_id = that conversation\'s id). channel "webhook": send it to a target an admin configured (chat_id = the target\'s name).'),
+    _('Send a message. channel "conversation": post it into another of the user\'s conversations (chat_id = that conversation\'s id). channel "webhook": send it to a target an admin configured (chat_id = the target\'s name). channel "telegram": send it through the team\'s Telegram bot to a chat an admin allowed (chat_id = that chat\'s id or @name, or "me" for the chat linked to the user).'),
     # tool send_message
     _('Where to send it.'),
     # tool send_message
-    _("A conversation id, or a webhook target's name."),
+    _('A conversation id, a webhook target\'s name, or a Telegram chat id (or "me").'),
     # tool send_message
     _('The message (Markdown).'),
     # tool send_message

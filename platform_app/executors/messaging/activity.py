@@ -29,6 +29,25 @@ def send_message(args: SendMessage, ctx: ActivityContext[MessagingSettings]) -> 
         )
         ctx.emit_output(f"posted into conversation {target}\n")
         return {"channel": "conversation", **out}
+    if args.channel == "telegram":
+        chat = messaging.telegram_chat_check(
+            chat_id=args.chat_id,
+            chats=settings.telegram_chats,
+            people=settings.telegram_people,
+            user_id=ctx.user_id,
+        )
+        ctx.emit_output(f"sendMessage to Telegram chat {chat}\n")
+        out = messaging.telegram_post(
+            token=settings.telegram_bot_token.get_secret_value(),
+            base_url=settings.telegram_api_url,
+            chat_id=chat,
+            text=args.text,
+            private_allowed=settings.private_allowed,
+            timeout=float(settings.timeout_seconds),
+            cancel=ctx.cancel,
+        )
+        ctx.emit_output(f"delivered, message {out['message_id']}\n")
+        return {"channel": "telegram", **out}
     name = args.chat_id.strip()
     url = messaging.webhook_targets(settings.webhooks).get(name)
     if url is None:
