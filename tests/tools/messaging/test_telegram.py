@@ -95,6 +95,7 @@ def _send(user: Any, chat_id: str, text: str = "Build is green") -> ToolCall:
     return run_tool("send_message", user=user, channel="telegram", chat_id=chat_id, text=text)
 
 
+@pytest.mark.modes
 def test_it_sends_the_text_to_an_allowed_chat(user, bot_api):
     _configure(user, bot_api)
     result = ok(_send(user, "-1001234567890", "Build is **green**"))
