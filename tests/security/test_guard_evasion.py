@@ -46,7 +46,14 @@ def page() -> Iterator[HttpServer]:
     }
     with serving(HOST, routes) as server:
         configure("http", private_allowed=[HOST])
-        configure("messaging", webhooks=[f"team=http://{HOST}/hook"], private_allowed=[HOST])
+        configure(
+            "messaging",
+            webhooks=[f"team=http://{HOST}/hook"],
+            private_allowed=[HOST],
+            telegram_bot_token="123456789:AAE-guard_evasion_bot_key_0123",
+            telegram_chats=["-1001234567890"],
+            telegram_api_url=server.url(""),
+        )
         yield server
 
 
@@ -84,6 +91,7 @@ def test_a_filter_webhook_on_a_private_address_is_refused(user: Any, page: HttpS
 SINKS = [
     ("send_message", {"channel": "webhook", "chat_id": "team", "text": "notes"}),
     ("http_request", {"url": f"http://{HOST}/exfil", "method": "POST", "body": "notes"}),
+    ("send_message", {"channel": "telegram", "chat_id": "-1001234567890", "text": "notes"}),
 ]
 
 
