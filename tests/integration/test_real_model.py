@@ -207,3 +207,43 @@ def test_tool_search_through_a_real_server(worker, user, real_provider):
     for search in ToolCall.objects.filter(turn=turn, tool="tool_search"):
         assert search.status == "succeeded", (search.error, search.raw_arguments)
         assert set(search.result["loaded"]) <= {"current_time"}
+
+
+# --- text fallback, held to the format by a grammar (Provider.fallback_grammar) ----------
+
+
+@pytest.fixture
+def grammar_provider(real_provider: Provider) -> Provider:
+    # No `tools` in the request: the fallback prompt block, and llama.cpp's `grammar` field.
+    real_provider.native_tools = Provider.NativeTools.FALSE
+    real_provider.fallback_grammar = True
+    real_provider.save()
+    return real_provider
+
+
+def _calls(turn: Turn) -> list[ToolCall]:
+    return list(ToolCall.objects.filter(turn=turn).order_by("pk"))
+
+
+def test_a_real_model_makes_a_text_fallback_call_that_runs(worker, user, grammar_provider):
+    # Issue 39 item 15: the reply is text, parsed by parse_tool_calls, bound and run; the
+    # card shows the call succeeded. A 135M model writes the format only under the grammar.
+    agent = _agent("clock in text", ["current_time"])
+    agent.max_rounds = 1  # the call's round: the answer after it is prose, and slow
+    agent.save()
+    conversation = Conversation.objects.create(owner=user, agent=agent)
+    turn = turn_start(
+        conversation=conversation,
+        user_id=user.pk,
+        text="What time is it in UTC? Call the current_time tool.",
+    )
+    turn = wait_turn(turn.pk, timeout=120)
+    assert turn.status in (Turn.Status.SUCCEEDED, Turn.Status.LIMITED), turn.error
+    first = Message.objects.filter(turn=turn, role=Message.Role.ASSISTANT).order_by("pk")[0]
+    assert first.fallback and '"tool": "current_time"' in first.content, first.content
+    call = _calls(turn)[0]
+    assert call.tool == "current_time" and call.status == "succeeded", (
+        call.error,
+        call.raw_arguments,
+    )
+    assert call.result["success"] is True
