@@ -12,9 +12,10 @@ it)::
 
 The tool is one of the round's offered tools, and each argument one of that tool's properties
 with a value of the type its schema gives (an ``enum`` as one of its values; anything richer as
-any JSON value). Required properties are not enforced here: binding validates the arguments
-as it does every call, and reports a missing one back to the model. The grammar only narrows
-what the model can write; what runs is still decided by binding.
+any JSON value); the required properties come first, in the order ``required`` gives, and
+must be there. Other constraints (lengths, patterns, ranges) are left to binding, which
+validates the arguments as it does every call. The grammar only narrows what the model can
+write; what runs is still decided by binding.
 
 Small models that cannot keep to the format by prompting alone (SmolLM2-135M) then make calls
 that parse; other servers reject or ignore the field, so it stays off unless a provider asks.
@@ -37,6 +38,7 @@ _STRING = (
 _COMMON = f"""\
 ws ::= " "?
 string ::= {_STRING}
+nonempty ::= {_STRING.replace("{0,200}", "{1,200}")}
 integer ::= "-"? ( "0" | [1-9] [0-9]{{0,15}} )
 number ::= integer ( "." [0-9]{{1,15}} )?
 boolean ::= "true" | "false"
@@ -70,18 +72,25 @@ def _arguments_rules(name: str, schema: dict[str, Any]) -> list[str]:
     properties = schema.get("properties") if isinstance(schema, dict) else None
     if not isinstance(properties, dict) or not properties:
         return [f'{name} ::= "{{}}"' if properties == {} else f"{name} ::= object"]
-    pairs = []
-    rules = []
+    required = [k for k in schema.get("required") or [] if k in properties]
+    rules: list[str] = []
+    pairs: dict[str, str] = {}
     for j, (key, prop) in enumerate(properties.items()):
-        pair = f"{name}-p{j}"
-        rules.append(f'{pair} ::= {_literal(json.dumps(key))} ws ":" ws {_value(prop)}')
-        pairs.append(pair)
-    any_pair = f"{name}-kv"
-    rules.append(f"{any_pair} ::= " + " | ".join(pairs))
-    rules.insert(
-        0,
-        f'{name} ::= "{{" ws ( {any_pair} ( "," ws {any_pair} ){{0,{len(pairs) - 1}}} )? ws "}}"',
-    )
+        pairs[key] = f"{name}-p{j}"
+        rules.append(f'{pairs[key]} ::= {_literal(json.dumps(key))} ws ":" ws {_value(prop)}')
+    optional = [pairs[k] for k in properties if k not in required]
+    # The required properties first, in the schema's order; then any of the others.
+    head = ' "," ws '.join(pairs[k] for k in required)
+    if optional:
+        rules.append(f"{name}-opt ::= " + " | ".join(optional))
+        more = f'( "," ws {name}-opt ){{0,{len(optional)}}}'
+        if head:
+            body = f"{head} {more}"
+        else:
+            body = f'( {name}-opt ( "," ws {name}-opt ){{0,{len(optional) - 1}}} )?'
+    else:
+        body = head
+    rules.insert(0, f'{name} ::= "{{" ws {body} ws "}}"')
     return rules
 
 
@@ -94,6 +103,11 @@ def _value(prop: Any) -> str:
     if isinstance(kind, list):  # ["string", "null"]
         kinds = [_TYPES.get(k, "value") if k != "null" else '"null"' for k in kind]
         return "( " + " | ".join(kinds) + " )"
+    if kind == "string" and isinstance(prop.get("minLength"), int) and prop["minLength"] > 0:
+        return "nonempty"
+    if kind == "array":
+        item = _value(prop.get("items"))
+        return f'( "[" ws ( {item} ( "," ws {item} ){{0,19}} )? ws "]" )'
     return _TYPES.get(kind, "value") if isinstance(kind, str) else "value"
 
 

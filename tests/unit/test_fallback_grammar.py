@@ -47,13 +47,36 @@ def test_a_reply_is_prose_and_or_one_call_of_an_offered_tool() -> None:
 
 def test_arguments_are_the_tools_properties_with_typed_values() -> None:
     rules = _rules(fallback_grammar([SEARCH]))
-    assert rules["args0-kv"] == "args0-p0 | args0-p1 | args0-p2 | args0-p3 | args0-p4"
+    # The required property first, then any of the others, each at most once.
+    assert rules["args0"] == '"{" ws args0-p0 ( "," ws args0-opt ){0,4} ws "}"'
+    assert rules["args0-opt"] == "args0-p1 | args0-p2 | args0-p3 | args0-p4"
     assert rules["args0-p0"] == '"\\"query\\"" ws ":" ws string'
     assert rules["args0-p1"].endswith("integer")
     assert rules["args0-p2"].endswith('( "\\"any\\"" | "\\"all\\"" )')
     assert rules["args0-p3"].endswith('( boolean | "null" )')
     assert rules["args0-p4"].endswith("value")  # anything richer: any JSON value
-    assert "{0,4}" in rules["args0"]  # at most one pair per property
+
+
+def test_optional_only_arguments_may_be_empty_and_arrays_are_typed() -> None:
+    clock = _rules(fallback_grammar([CLOCK]))
+    assert clock["args0"] == '"{" ws ( args0-opt ( "," ws args0-opt ){0,0} )? ws "}"'
+    listing = ToolSpec(
+        name="pick",
+        description="",
+        parameters={
+            "properties": {
+                "names": {"type": "array", "items": {"type": "string"}},
+                "query": {"type": "string", "minLength": 1},
+            },
+            "required": ["query", "names"],
+        },
+    )
+    rules = _rules(fallback_grammar([listing]))
+    assert (
+        rules["args0"] == '"{" ws args0-p1 "," ws args0-p0 ws "}"'
+    )  # in the order `required` gives
+    assert rules["args0-p0"].endswith('( "[" ws ( string ( "," ws string ){0,19} )? ws "]" )')
+    assert rules["args0-p1"].endswith("nonempty")
 
 
 def test_a_tool_without_arguments_takes_an_empty_object() -> None:
