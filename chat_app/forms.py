@@ -73,6 +73,7 @@ class ProviderForm(forms.ModelForm):
             "max_retries",
             "retry_backoff_seconds",
             "image_input",
+            "fallback_grammar",
             "is_default",
         ]
 

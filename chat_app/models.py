@@ -75,6 +75,14 @@ class Provider(models.Model):
             "model', screenshots then reach it as images, not only as paths."
         ),
     )
+    fallback_grammar = models.BooleanField(
+        default=False,
+        help_text=_(
+            "In text fallback, send a grammar (llama.cpp's grammar field) that holds the reply "
+            "to plain text or one call of an offered tool in the fallback format. For small "
+            "models on a llama.cpp server; other servers may reject the field."
+        ),
+    )
     is_default = models.BooleanField(default=False)
     # The provider that LLM_* variables seed and update at start (whatever its name now).
     from_environment = models.BooleanField(default=False, editable=False)

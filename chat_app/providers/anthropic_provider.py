@@ -161,6 +161,7 @@ class AnthropicProvider(LLMProvider):
         tools: list[ToolSpec] | None,
         max_tokens: int | None = None,
         tool_choice: str | None = None,
+        grammar: str | None = None,
     ) -> AsyncIterator[StreamEvent]:
         request: dict[str, Any] = {
             "model": self.model,

@@ -179,10 +179,13 @@ class LLMProvider(ABC):
         tools: list[ToolSpec] | None,
         max_tokens: int | None = None,
         tool_choice: str | None = None,
+        grammar: str | None = None,
     ) -> AsyncIterator[StreamEvent]:
         """Stream one model reply; the last item is the assembled ``ModelReply``.
         ``tool_choice``: the name of a tool the model must call (schema-guided agents force
-        ``reasoning`` this way); None lets the model choose."""
+        ``reasoning`` this way); None lets the model choose. ``grammar``: a GBNF grammar the
+        reply must follow (``chat_app.fallback_grammar``; llama.cpp servers), sent only by
+        adapters whose endpoints take one."""
 
     @abstractmethod
     async def complete_json(

@@ -72,6 +72,7 @@ class OpenAIProvider(LLMProvider):
         tools: list[ToolSpec] | None,
         max_tokens: int | None = None,
         tool_choice: str | None = None,
+        grammar: str | None = None,
     ) -> AsyncIterator[StreamEvent]:
         request: dict[str, Any] = {
             "model": self.model,
@@ -83,6 +84,8 @@ class OpenAIProvider(LLMProvider):
             request["tool_choice"] = {"type": "function", "function": {"name": tool_choice}}
         if max_tokens is not None:
             request["max_tokens"] = max_tokens
+        if grammar:
+            request["grammar"] = grammar  # llama.cpp's extension of Chat Completions
 
         assembler = _ChunkAssembler()
         try:

@@ -33,6 +33,7 @@ from django.utils.translation import gettext, gettext_noop
 from chat_app.agent_kinds import AgentKind, RoundOffer, kind_for
 from chat_app.events import message_publish
 from chat_app.fallback import data_text, fallback_prompt_block, parse_tool_calls, repeats_data
+from chat_app.fallback_grammar import fallback_grammar
 from chat_app.models import Agent, Message, Provider, Turn
 from chat_app.providers import (
     ChatMessage,
@@ -127,6 +128,8 @@ class RoundPlan:
     system: str = ""
     history: list[ChatMessage] | None = None
     specs: list[ToolSpec] | None = None
+    # Text fallback with Provider.fallback_grammar: the GBNF grammar the reply must follow.
+    grammar: str | None = None
     # The streaming message as this round last wrote it: every write to it while it streams is
     # this round's own (the reaper and a crash close it), so it is kept here, not read back.
     message: Message | None = None
@@ -269,9 +272,12 @@ def _build_request(plan: RoundPlan, turn: Turn) -> None:
     )
     if plan.offer.note:
         system = f"{system}\n\n{plan.offer.note}"
+    plan.grammar = None
     if not plan.native and plan.tools:
         specs = tool_specs(plan.tools, strict=False, language=plan.tool_language)
         system = f"{system}\n\n{fallback_prompt_block(specs)}"
+        if plan.provider.fallback_grammar and plan.provider.kind == Provider.Kind.OPENAI:
+            plan.grammar = fallback_grammar(specs)
     plan.system = system
     plan.specs = (
         tool_specs(plan.tools, strict=True, language=plan.tool_language)
@@ -323,8 +329,14 @@ async def _stream_reply(
 
     async def attempt(number: int) -> ModelReply:
         plan.stream_started, plan.first_token_at = time.monotonic(), None
+        # Passed only when there is one: test doubles of the client need not know the option.
+        extra: dict[str, Any] = {"grammar": plan.grammar} if plan.grammar else {}
         events = plan.client.stream(
-            system=plan.system, messages=plan.history or [], tools=plan.specs, tool_choice=forced
+            system=plan.system,
+            messages=plan.history or [],
+            tools=plan.specs,
+            tool_choice=forced,
+            **extra,
         )
         async with contextlib.aclosing(events):  # type: ignore[type-var]
             async for event in events:

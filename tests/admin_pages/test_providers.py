@@ -170,3 +170,15 @@ def test_the_django_admin_provider_page_still_works(db, client: Client) -> None:
     provider = Provider.objects.create(name="p", model="m", api_key=KEY)
     page = client.get(f"/admin/chat_app/provider/{provider.pk}/change/")
     assert page.status_code == 200 and KEY not in page.content.decode()
+
+
+def test_the_fallback_grammar_box_is_on_the_page_and_saves(admin_client, db):
+    response = admin_client.post("/agents/providers/new/", _form(fallback_grammar="on"))
+    assert response.status_code == 302, response.content.decode()[:3000]
+    provider = Provider.objects.get(name="Local")
+    assert provider.fallback_grammar
+    page = admin_client.get(f"/agents/providers/{provider.pk}/").content.decode()
+    assert 'name="fallback_grammar"' in page and "Grammar for text fallback" in page
+    admin_client.post(f"/agents/providers/{provider.pk}/", _form())
+    provider.refresh_from_db()
+    assert not provider.fallback_grammar  # an unticked box turns it off

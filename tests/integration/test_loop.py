@@ -55,6 +55,41 @@ def test_text_fallback_runs_calls_written_as_json(worker, conversation, user, ll
     assert '"success": true' in results["content"]
 
 
+def test_fallback_grammar_is_sent_only_in_text_fallback_when_asked(
+    worker, conversation, user, llm, provider
+):
+    # Provider.fallback_grammar: each text-fallback request carries llama.cpp's `grammar`,
+    # built from the round's tools; native rounds and providers without the option never do.
+    provider.native_tools = Provider.NativeTools.FALSE
+    provider.fallback_grammar = True
+    provider.save()
+    llm.script(
+        Reply(text='```json\n{"tool": "current_time", "arguments": {"timezone": "UTC"}}\n```'),
+        Reply(text="It is morning."),
+    )
+    turn = run(conversation, user, "time please")
+    assert turn.status == Turn.Status.SUCCEEDED
+    assert ToolCall.objects.get(turn=turn).status == "succeeded"
+    first, second = llm.requests
+    assert "tools" not in first
+    assert first["grammar"].startswith("root ::= prose | ")
+    assert '"\\"current_time\\""' in first["grammar"] and second["grammar"] == first["grammar"]
+
+    provider.native_tools = Provider.NativeTools.TRUE
+    provider.save()
+    llm.requests.clear()
+    llm.script(Reply(text="Hello."))
+    run(conversation, user, "hello")
+    assert "grammar" not in llm.requests[0]
+    provider.native_tools = Provider.NativeTools.FALSE
+    provider.fallback_grammar = False
+    provider.save()
+    llm.requests.clear()
+    llm.script(Reply(text="Hello."))
+    run(conversation, user, "hello")
+    assert "grammar" not in llm.requests[0]
+
+
 def test_text_fallback_reports_broken_json_to_the_model(worker, conversation, user, llm, provider):
     provider.native_tools = Provider.NativeTools.FALSE
     provider.save()
