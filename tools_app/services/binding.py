@@ -40,7 +40,7 @@ from tools_app.guards import guard_arguments
 from tools_app.imported import held_reason
 from tools_app.models import ToolCall
 from tools_app.registry import GROUPS, TOOLS, BaseTool, GroupSettings, get_tool, is_latent
-from tools_app.runtime import BindContext, scope_narrow
+from tools_app.runtime import BindContext, Caller, scope_narrow
 from tools_app.services.approval_notify import approval_waiting
 from tools_app.services.audit import audit_call
 from tools_app.services.decision import (
@@ -197,9 +197,14 @@ def _lookup(
         )
         raise _Refused(ToolCall.Status.DENIED, reason, verdict=NOT_GRANTED)
     if allowed_tools is not None and tool.tool_name not in allowed_tools:
+        # Not offered because its group's settings refuse this caller (an operation an admin
+        # has not allowed, a group for admins only): that reason, which says what to change.
+        refusal = tool.caller_refusal(selectors.tool_state(tool, config).settings, Caller(user_id))
         raise _Refused(
             ToolCall.Status.DENIED,
-            f"tool {tool.tool_name!r} is not available to this agent",
+            f"policy: {refusal}"  # as check_policy raises it
+            if refusal
+            else f"tool {tool.tool_name!r} is not available to this agent",
             verdict="denied",
         )
     hold = getattr(tool, "review_hold", "")
