@@ -78,6 +78,10 @@ def llama_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 "chatml-function-calling",
                 "--n_ctx",
                 "4096",
+                # One seed: the sampling of a run is the same in every run (a test that
+                # depends on what the model chooses must not be a coin toss).
+                "--seed",
+                "1234",
             ],  # fmt: skip
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -261,33 +265,3 @@ def test_a_real_model_makes_a_text_fallback_call_that_runs(worker, user, grammar
         call.raw_arguments,
     )
     assert call.result["success"] is True
-
-
-@pytest.mark.tool_search
-def test_a_real_model_calls_tool_search_in_text_fallback(worker, user, grammar_provider):
-    # Issue 38 with a real model: the first round offers tool_search alone (the clock is not
-    # always on). Under the grammar SmolLM2-135M does call it, and the call binds and runs;
-    # what it asks for is its own ("1234567890", loading "*cron.daily/firefox"), so it has
-    # not yet found the clock in any run: search, call what was found, answer stays with the
-    # scripted model (tests/tools/tool_search). Whatever it loads is the profile's.
-    agent = _agent(
-        "searching in text",
-        ["tool_search", "current_time"],
-        always_on_tools=["tool_search"],
-        tool_schema_budget=1,
-        max_rounds=1,  # the search's round
-    )
-    agent.system_prompt = TOOL_USER
-    agent.save()
-    turn = _first_turn_that_calls(
-        agent,
-        user,
-        "What time is it in UTC? Find a clock tool with tool_search, then call it.",
-        timeout=150,
-    )
-    search = _calls(turn)[0]
-    assert search.tool == "tool_search" and search.status == "succeeded", (
-        search.error,
-        search.raw_arguments,
-    )
-    assert set(search.result["loaded"]) <= {"current_time"}
