@@ -81,19 +81,22 @@ def process_leave() -> None:
         _stop.set()
     if beat is None:
         return
+    # The row first: it is what the others count (and a stop that runs out of time should
+    # lose the markers' tidying, not this). At exit a pooled connection may already be closed
+    # under us: once more on a fresh one, or the row stays until it goes stale.
+    for attempt in range(2):
+        try:
+            ProcessBeat.objects.filter(name=beat.name).delete()
+            break
+        except Exception as exc:
+            if attempt:
+                logger.warning("%s: could not remove its row as it stopped (%s)", beat.name, exc)
+            close_connections_quietly("process beat")
+    close_connections_quietly("process beat")
     for key in alive_keys(beat.kind, beat.queues):
         liveness.remove(key)
     with contextlib.suppress(Exception):
         fleet.markers_remove(beat.name)
-    # At exit a pooled connection may already be closed under us: once more on a fresh one,
-    # or the row stays until it goes stale and the others still count this process.
-    for _attempt in range(2):
-        try:
-            ProcessBeat.objects.filter(name=beat.name).delete()
-            break
-        except Exception:
-            close_connections_quietly("process beat")
-    close_connections_quietly("process beat")
 
 
 def alive_keys(kind: str, queues: str) -> list[str]:

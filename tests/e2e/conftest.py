@@ -92,8 +92,11 @@ def run_app_server(*extra: str, log_name: str = "test-server.log", **env: str) -
             _SERVERS.pop(url, None)
             proc.terminate()
             try:
-                proc.wait(timeout=10)
+                # A loaded CI host (two passes side by side) may need more than a few seconds
+                # for a graceful stop; one that is killed leaves its fleet row behind.
+                proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
+                log.write(b"run_app_server: no graceful stop within 30 s; killed\n")
                 proc.kill()
 
 
