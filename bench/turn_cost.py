@@ -37,6 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import ROOT, emit, stop, wait
+from bench.concurrency import _parents
+from bench.concurrency import _tree as _process_tree
 
 BASE = os.environ.get("BENCH_BASE", "56fa341")
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
@@ -168,25 +170,9 @@ class Side:
             return 0
 
 
-def _parents() -> dict[int, int]:
-    out = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-                out[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-    return out
-
-
 def _tree(root: int) -> list[int]:
-    parents = _parents()
-    found, frontier = [root], [root]
-    while frontier:
-        frontier = [pid for pid, ppid in parents.items() if ppid in frontier]
-        found.extend(frontier)
-    return found
+    """``root`` and its descendants now (``bench.concurrency``'s walk of /proc)."""
+    return _process_tree(root, _parents())
 
 
 def _tree_cpu(root: int) -> float:
