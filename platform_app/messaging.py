@@ -199,7 +199,10 @@ def telegram_post(
 def _scrub(token: str, text: str) -> str:
     from urllib.parse import quote
 
-    for spelling in {token, quote(token, safe=""), token.split(":", 1)[-1]}:
+    # Longest first: the key alone is part of the whole token, and replacing it first would
+    # leave the bot id in front of "<token>" (a set's order changes from run to run).
+    spellings = {token, quote(token, safe=""), token.split(":", 1)[-1]}
+    for spelling in sorted(spellings, key=len, reverse=True):
         if spelling:
             text = text.replace(spelling, "<token>")
     return text

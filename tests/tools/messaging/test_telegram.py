@@ -263,3 +263,13 @@ def test_telegram_settings_are_validated():
     settings = MessagingSettings.model_validate({"telegram_api_url": "https://bot.example/"})
     assert settings.telegram_api_url == "https://bot.example"
     assert MessagingSettings().telegram_api_url == "https://api.telegram.org"
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_whole_token_is_replaced_before_its_key_alone(seed):
+    """The scrubber's spellings were a set: in some processes the key alone went first and the
+    bot id stayed in front of "<token>". Whatever the order, the whole token goes first."""
+    from platform_app.messaging import _scrub
+
+    text = f"POST /bot{TOKEN}/sendMessage (key {KEY}, seed {seed})"
+    assert _scrub(TOKEN, text) == f"POST /bot<token>/sendMessage (key <token>, seed {seed})"
