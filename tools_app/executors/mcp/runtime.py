@@ -277,7 +277,10 @@ class McpRuntime:
                     permanent=False,
                 )
             for key, other in list(self._live.items()):  # this server, connected differently
-                if key[0] != spec.name or other.busy:
+                # Never one still starting: a caller with an older spec (a refresh that read
+                # the source before an edit) would end the newer session before its first
+                # call, and the server would look down.
+                if key[0] != spec.name or other.busy or not other.ready.is_set():
                     continue
                 # (or this person's session with values they have changed since)
                 if key[1] != spec.digest or (
@@ -305,6 +308,14 @@ class McpRuntime:
                 if live.refused:  # the person's token, not the server: nothing to back off
                     live.closing.set()
                     raise CredentialRejected(spec.name)
+                if live.ready.is_set() and live.closing.is_set() and not live.error:
+                    # It started, then another caller closed it (a newer connection of this
+                    # server): not a failure of the server, nothing to back off.
+                    raise ToolError(
+                        f"MCP server {spec.name!r} was restarted with a newer configuration "
+                        "meanwhile; try again",
+                        permanent=False,
+                    )
                 if not finished:
                     live.error = (
                         f"did not start within {spec.settings.startup_timeout_seconds} s"
