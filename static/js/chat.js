@@ -47,6 +47,10 @@ function keepScrolled(fn) {
   if (stick) messages.scrollTop = messages.scrollHeight;
 }
 
+// Enter while the agent is still answering: the message waits in the box and goes out when
+// the turn ends (emptying the box cancels it).
+let queued = false;
+
 function setRunning(value, isWaiting = false) {
   running = value;
   waiting = value && isWaiting;
@@ -56,6 +60,10 @@ function setRunning(value, isWaiting = false) {
   sendButton.disabled = value && !waiting;
   input.placeholder = waiting ? gettext("Answer the agent's questions above, then press Send") : defaultPlaceholder;
   if (waiting) input.focus();
+  if (queued && (!value || waiting)) {
+    queued = false;
+    send();
+  }
 }
 
 function showPlan(html) {
@@ -193,7 +201,12 @@ function send() {
     return;
   }
   const text = input.value.trim() || (files.length ? format(gettext("(attached: %(files)s)"), { files: files.join(", ") }) : "");
-  if (!text || (running && !waiting)) return;
+  if (!text) return;
+  if (running && !waiting) {
+    queued = true;
+    showError(gettext("Sends when the agent finishes (empty the box to cancel, or press Stop)."));
+    return;
+  }
   const size = new TextEncoder().encode(text).length;
   if (maxBytes && size > maxBytes) {
     showError(
@@ -210,6 +223,13 @@ function send() {
   input.value = "";
   clearAttachments();
 }
+
+input.addEventListener("input", () => {
+  if (queued && !input.value.trim()) {
+    queued = false;
+    showError("");
+  }
+});
 
 form.addEventListener("submit", (event) => {
   event.preventDefault();

@@ -84,6 +84,40 @@ def test_slash_command_works_with_no_provider(page, user):
     expect(page.locator(".message.role-notice")).to_contain_text("No LLM provider is configured")
 
 
+def test_enter_during_a_turn_sends_the_message_when_the_turn_ends(page, user, llm, provider):
+    llm.script(
+        Reply(text="tick " * 60, chunk_delay=0.03, chunk_size=5),
+        Reply(text="The second answer."),
+    )
+    login(page, "alice", "alice-password-1")
+    wait_connected(page)
+    page.get_by_label("Message").fill("Count slowly")
+    page.keyboard.press("Enter")
+    expect(page.locator(".stream-text")).to_contain_text("tick")
+    page.get_by_label("Message").fill("And then this")
+    page.keyboard.press("Enter")
+    expect(page.locator("#composer-error")).to_contain_text("Sends when the agent finishes")
+    expect(page.get_by_label("Message")).to_have_value("And then this")  # kept, not lost
+    expect(page.locator(".message.role-user", has_text="And then this")).to_be_visible(
+        timeout=15_000
+    )
+    expect(page.get_by_text("The second answer.")).to_be_visible()
+    expect(page.get_by_label("Message")).to_have_value("")
+    expect(page.locator("#composer-error")).to_have_text("")
+
+    # Queued, then the box emptied: nothing is sent when the turn ends.
+    llm.script(Reply(text="tock " * 40, chunk_delay=0.03, chunk_size=5))
+    page.get_by_label("Message").fill("Count again")
+    page.keyboard.press("Enter")
+    expect(page.locator(".stream-text").last).to_contain_text("tock")
+    page.get_by_label("Message").fill("changed my mind")
+    page.keyboard.press("Enter")
+    page.get_by_label("Message").fill("")
+    expect(page.locator("#composer-error")).to_have_text("")
+    expect(page.get_by_role("button", name="Send")).to_be_enabled(timeout=15_000)
+    expect(page.locator(".message.role-user", has_text="changed my mind")).to_have_count(0)
+
+
 @pytest.mark.expect_http_errors
 def test_another_user_cannot_open_my_conversation(page, user, other_user):
     mine = Conversation.objects.create(owner=user, title="Secret plans")
