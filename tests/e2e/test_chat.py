@@ -77,7 +77,7 @@ def test_slash_command_works_with_no_provider(page, user):
     page.keyboard.press("Enter")
     expect(card(page, "current_time").locator(".status-word")).to_have_text("succeeded")
     # The card says succeeded a moment before the turn's end arrives (distributed: another
-    # event through Redis); until then Enter keeps the text in the box, as for any turn.
+    # event through Redis); until then Enter queues the text (it goes out at the turn's end).
     expect(page.get_by_role("button", name="Send")).to_be_enabled()
     page.get_by_label("Message").fill("hello?")
     page.keyboard.press("Enter")
