@@ -149,6 +149,33 @@ def _scan(
     return found
 
 
+# The shipped skills come with the code: scanned once per process (the catalogue is read on
+# every model round, and the walk was a millisecond of each).
+_shipped_scans: dict[tuple[str, int, int], tuple[dict[str, Skill], list[str]]] = {}
+
+
+def _shipped(
+    root: Path | None, *, max_bytes: int, max_skills: int, into: Catalogue
+) -> dict[str, Skill]:
+    if root is None:
+        return {}
+    key = (str(root), max_bytes, max_skills)
+    scanned = _shipped_scans.get(key)
+    if scanned is None:
+        problems = Catalogue()
+        found = _scan(
+            root,
+            source="shipped",
+            start=(),
+            max_bytes=max_bytes,
+            max_skills=max_skills,
+            into=problems,
+        )
+        scanned = _shipped_scans[key] = (found, problems.problems)
+    into.problems.extend(scanned[1])
+    return dict(scanned[0])
+
+
 def skill_catalogue(
     *,
     data_dir: Path | None,
@@ -171,7 +198,7 @@ def skill_catalogue(
             into=catalogue,
         )
 
-    shipped = scan(shipped_dir, "shipped", ())
+    shipped = _shipped(shipped_dir, max_bytes=max_bytes, max_skills=max_skills, into=catalogue)
     data = scan(data_dir, "data", ())
     workspace = scan(workspace_dir, "workspace", ("skills",))
     catalogue.skills = dict(sorted({**shipped, **data, **workspace}.items()))
