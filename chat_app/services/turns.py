@@ -120,12 +120,14 @@ def turn_start(
         running = conversation.turns.filter(status=Turn.Status.RUNNING).first()
     if running is not None:
         raise TurnError(_("the agent is still working on the previous message; press Stop first"))
+    language_changed = False
     if source == Turn.Source.CHAT:
-        # A person wrote (the chat page): the conversation follows their language from now on.
+        # A person wrote (the chat page): the conversation follows their language from now on
+        # (stored with the turn's own update of the conversation, below).
         language = translation.get_language() or ""
         if language and language != conversation.language:
             conversation.language = language
-            conversation.save(update_fields=["language"])
+            language_changed = True
     trace = tracing.turn_context_new()  # '' unless tracing is on
     with tracing.span("turn start", parent=trace, attributes={"cc.turn.source": source}):
         return _turn_start(
@@ -141,6 +143,7 @@ def turn_start(
             attachments=attachments,
             trace=trace,
             schedule_id=schedule_id,
+            language_changed=language_changed,
         )
 
 
@@ -158,6 +161,7 @@ def _turn_start(
     attachments: list[dict[str, Any]] | None,
     trace: str,
     schedule_id: int | None = None,
+    language_changed: bool = False,
 ) -> Turn | None:
     if text.startswith("/"):
         slashed = slash_run(
@@ -172,7 +176,7 @@ def _turn_start(
             schedule_id=schedule_id,
         )
         # A slash-only conversation is named after its first command.
-        if conversation_touch(conversation, first_text=text):
+        if conversation_touch(conversation, first_text=text, language=language_changed):
             conversation_publish(conversation)
         if slashed is not None:
             turn_advance(slashed.pk)
@@ -210,7 +214,7 @@ def _turn_start(
         turn.save()
         message.turn = turn
         message.save()
-        titled = conversation_touch(conversation, first_text=text)
+        titled = conversation_touch(conversation, first_text=text, language=language_changed)
     message.branch = tree.branch_info_added(turn.pk, turn.parent_id)  # type: ignore[attr-defined]
     # The person's message goes out before the round is queued: whatever the round publishes
     # (its reply, a refused call's card) must follow it on the page.
@@ -235,9 +239,12 @@ def conversation_language(conversation: Conversation) -> str:
     return conversation.language or settings.LANGUAGE_CODE
 
 
-def conversation_touch(conversation: Conversation, *, first_text: str = "") -> bool:
-    """Bump the conversation; its first message names it. True when the title changed."""
-    fields = ["updated_at"]
+def conversation_touch(
+    conversation: Conversation, *, first_text: str = "", language: bool = False
+) -> bool:
+    """Bump the conversation; its first message names it; ``language``: its (changed)
+    ``language`` is stored too. True when the title changed."""
+    fields = ["updated_at", "language"] if language else ["updated_at"]
     title = title_from(first_text) if first_text and conversation.title == DEFAULT_TITLE else ""
     if title:
         conversation.title = title
