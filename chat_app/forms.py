@@ -46,6 +46,9 @@ class AgentChoiceForm(forms.ModelForm):
         field.error_messages["invalid_choice"] = (
             "That agent profile is not granted to you — ask an admin."
         )
+        # Read once: the widget otherwise runs the query again for each pass over its options
+        # (the select and its "required" check). A choice is still checked against the query.
+        field.choices = list(iter(field.choices))  # (no COUNT first)
 
 
 class ProviderForm(forms.ModelForm):

@@ -10,9 +10,9 @@ from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
 from chat_app import selectors
-from chat_app.agent_kinds import clarification_waiting, latest_plan_html
+from chat_app.agent_kinds import latest_plan_html
 from chat_app.forms import AgentChoiceForm, RenameForm
-from chat_app.models import Conversation
+from chat_app.models import Conversation, Turn
 from chat_app.pages import page_panels
 from chat_app.services import privacy
 from chat_app.services.agents import agent_default
@@ -24,6 +24,7 @@ from chat_app.services.providers import (
     provider_default,
 )
 from infra import access
+from tools_app.selectors import config_pinned
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +99,15 @@ def conversation_page(request: AuthedHtmxRequest, conversation_id: int) -> HttpR
     )
     if conversation is None:
         raise Http404("conversation not found")
+    # One tool configuration for the whole page: checked against the stored token once, not
+    # once for each part that reads it (the slash menu, the panels, the approvals badge).
+    with config_pinned():
+        return _conversation_page(request, conversation)
+
+
+def _conversation_page(request: AuthedHtmxRequest, conversation: Conversation) -> HttpResponse:
     default_agent = agent_default()  # there is always at least "General" to pick
+    running = selectors.running_turn(conversation)
     return render(
         request,
         "chat/page.html",
@@ -108,8 +117,9 @@ def conversation_page(request: AuthedHtmxRequest, conversation_id: int) -> HttpR
             "has_api_conversations": selectors.has_api_conversations(request.user),
             "sidebar_source": sidebar_source(request, conversation),
             "messages": selectors.conversation_messages(conversation),
-            "running": selectors.running_turn(conversation) is not None,
-            "waiting": clarification_waiting(conversation) is not None,
+            "running": running is not None,
+            # A clarification waits in the running turn (at most one runs).
+            "waiting": running is not None and running.phase == Turn.Phase.CLARIFY,
             "plan_html": latest_plan_html(conversation),
             "provider": conversation.provider or provider_default(),
             "read_only": conversation.owner_id != request.user.pk,
