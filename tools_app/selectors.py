@@ -86,15 +86,15 @@ _pinned = threading.local()
 
 
 @contextmanager
-def config_pinned() -> Iterator[ConfigSnapshot]:
+def config_pinned(snapshot: ConfigSnapshot | None = None) -> Iterator[ConfigSnapshot]:
     """One configuration for a unit of work (a model round): every read inside sees the same
     snapshot, checked against the stored token once instead of once per read. Nested uses
-    share the outer snapshot."""
+    share the outer snapshot. ``snapshot``: one the caller has just read (a call's)."""
     outer: ConfigSnapshot | None = getattr(_pinned, "snapshot", None)
     if outer is not None:
         yield outer
         return
-    snapshot = config_snapshot()
+    snapshot = snapshot or config_snapshot()
     _pinned.snapshot = snapshot
     try:
         yield snapshot

@@ -117,10 +117,14 @@ def _execute(call: ToolCall, audit_open: bool) -> ActivityContext[Any]:
     config = selectors.config_snapshot(token=getattr(call, "cc_config_token", None))
     tool = get_tool(call.tool)
     settings_group = _settings_group(call)
-    # The conversation's agent profile may lower the group's limits for its calls.
-    settings = settings_narrowed(
-        config.settings(settings_group), group=settings_group, conversation_id=call.conversation_id
-    )
+    # The conversation's agent profile may lower the group's limits for its calls (the
+    # profile read from memory under the call's configuration).
+    with selectors.config_pinned(config):
+        settings = settings_narrowed(
+            config.settings(settings_group),
+            group=settings_group,
+            conversation_id=call.conversation_id,
+        )
     own_timeout = config.function(call.tool).timeout_seconds
     timeout = float(own_timeout or settings.timeout_seconds)
     ctx = ActivityContext(

@@ -69,8 +69,10 @@ def settings_narrowed(
     """``settings`` with the conversation's profile's lower limits for ``group``."""
     if _source is None or conversation_id is None:
         return settings
-    limits = _source(conversation_id, group)
     allowed = narrowable_fields(group)
+    if not allowed:  # nothing a profile could lower: no need to read it
+        return settings
+    limits = _source(conversation_id, group)
     lower = {
         name: value
         for name, value in limits.items()
