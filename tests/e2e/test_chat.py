@@ -98,6 +98,7 @@ def test_enter_during_a_turn_sends_the_message_when_the_turn_ends(page, user, ll
     page.keyboard.press("Enter")
     expect(page.locator("#composer-error")).to_contain_text("Sends when the agent finishes")
     expect(page.get_by_label("Message")).to_have_value("And then this")  # kept, not lost
+    page.screenshot(path="var/test-chat-queued.png")
     expect(page.locator(".message.role-user", has_text="And then this")).to_be_visible(
         timeout=15_000
     )
