@@ -48,7 +48,8 @@ class AgentChoiceForm(forms.ModelForm):
         )
         # Read once: the widget otherwise runs the query again for each pass over its options
         # (the select and its "required" check). A choice is still checked against the query.
-        field.choices = list(iter(field.choices))  # (no COUNT first)
+        options: Any = field.choices  # a ModelChoiceIterator: iter() skips its COUNT
+        field.choices = list(iter(options))
 
 
 class ProviderForm(forms.ModelForm):
