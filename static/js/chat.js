@@ -76,8 +76,9 @@ function showPlan(html) {
   planArea.replaceChildren(incoming);
 }
 
-function showError(text) {
+function showError(text, note = false) {
   errorLine.textContent = text || "";
+  errorLine.classList.toggle("is-note", note);
 }
 
 // A finished schedule_* call (or a schedule firing into this conversation) changes the
@@ -204,7 +205,7 @@ function send() {
   if (!text) return;
   if (running && !waiting) {
     queued = true;
-    showError(gettext("Sends when the agent finishes (empty the box to cancel, or press Stop)."));
+    showError(gettext("Sends when the agent finishes (empty the box to cancel, or press Stop)."), true);
     return;
   }
   const size = new TextEncoder().encode(text).length;

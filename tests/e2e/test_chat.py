@@ -86,7 +86,7 @@ def test_slash_command_works_with_no_provider(page, user):
 
 def test_enter_during_a_turn_sends_the_message_when_the_turn_ends(page, user, llm, provider):
     llm.script(
-        Reply(text="tick " * 60, chunk_delay=0.03, chunk_size=5),
+        Reply(text="tick " * 120, chunk_delay=0.03, chunk_size=5),
         Reply(text="The second answer."),
     )
     login(page, "alice", "alice-password-1")
@@ -99,6 +99,10 @@ def test_enter_during_a_turn_sends_the_message_when_the_turn_ends(page, user, ll
     expect(page.locator("#composer-error")).to_contain_text("Sends when the agent finishes")
     expect(page.get_by_label("Message")).to_have_value("And then this")  # kept, not lost
     page.screenshot(path="var/test-chat-queued.png")
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.emulate_media(color_scheme="dark")
+    page.wait_for_timeout(400)  # the sidebar's slide to a drawer, for the picture
+    page.screenshot(path="var/test-chat-queued-390-dark.png")
     expect(page.locator(".message.role-user", has_text="And then this")).to_be_visible(
         timeout=15_000
     )
