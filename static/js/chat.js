@@ -205,7 +205,7 @@ function send() {
   if (!text) return;
   if (running && !waiting) {
     queued = true;
-    showError(gettext("Sends when the agent finishes (empty the box to cancel, or press Stop)."), true);
+    showError(gettext("Sends when the agent finishes, or at once if you press Stop. Empty the box to cancel."), true);
     return;
   }
   const size = new TextEncoder().encode(text).length;

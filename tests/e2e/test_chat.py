@@ -122,6 +122,20 @@ def test_enter_during_a_turn_sends_the_message_when_the_turn_ends(page, user, ll
     expect(page.get_by_role("button", name="Send")).to_be_enabled(timeout=15_000)
     expect(page.locator(".message.role-user", has_text="changed my mind")).to_have_count(0)
 
+    # Queued, then Stop: the turn ends at once and the message goes out.
+    llm.script(
+        Reply(text="tack " * 200, chunk_delay=0.03, chunk_size=5),
+        Reply(text="Stopped, then answered."),
+    )
+    page.get_by_label("Message").fill("Count once more")
+    page.keyboard.press("Enter")
+    expect(page.locator(".stream-text").last).to_contain_text("tack")
+    page.get_by_label("Message").fill("Now this instead")
+    page.keyboard.press("Enter")
+    page.get_by_role("button", name="Stop").click()
+    expect(page.locator(".message.role-user", has_text="Now this instead")).to_be_visible()
+    expect(page.get_by_text("Stopped, then answered.")).to_be_visible(timeout=15_000)
+
 
 @pytest.mark.expect_http_errors
 def test_another_user_cannot_open_my_conversation(page, user, other_user):
