@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -83,6 +84,18 @@ class ConfigSnapshot:
 _lock = threading.Lock()
 _cached: ConfigSnapshot | None = None
 _pinned = threading.local()
+
+
+def _new_lock_after_fork() -> None:
+    # A tools worker's pool child is forked from a process whose threads read the
+    # configuration: one of them may have held the lock at that instant, and a copy of a held
+    # lock is never released in the child (its calls hung in "running").
+    global _lock, _pinned
+    _lock = threading.Lock()
+    _pinned = threading.local()
+
+
+os.register_at_fork(after_in_child=_new_lock_after_fork)
 
 
 @contextmanager
