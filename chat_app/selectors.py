@@ -92,6 +92,11 @@ def running_turn(conversation: Conversation) -> Turn | None:
     return conversation.turns.filter(status=Turn.Status.RUNNING).order_by("-id").first()
 
 
+def turn_waiting(turn: Turn | None) -> bool:
+    """Is ``turn`` (the running one) waiting for the person's answer to a clarification?"""
+    return turn is not None and turn.phase == Turn.Phase.CLARIFY
+
+
 def conversation_snapshot_for(*, user: Any, conversation_id: int) -> dict[str, Any] | None:
     conversation = conversation_for_viewer(user, conversation_id)
     if conversation is None:
@@ -108,7 +113,7 @@ def conversation_snapshot(conversation: Conversation) -> dict[str, Any]:
         "type": "snapshot",
         "conversation_id": conversation.pk,
         "running": turn is not None,
-        "waiting": turn is not None and turn.phase == Turn.Phase.CLARIFY,
+        "waiting": turn_waiting(turn),
         "plan_html": latest_plan_html(conversation),
         "turn_id": turn.pk if turn else None,
         "html": html,

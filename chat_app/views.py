@@ -12,7 +12,7 @@ from django_htmx.middleware import HtmxDetails
 from chat_app import selectors
 from chat_app.agent_kinds import latest_plan_html
 from chat_app.forms import AgentChoiceForm, RenameForm
-from chat_app.models import Conversation, Turn
+from chat_app.models import Conversation
 from chat_app.pages import page_panels
 from chat_app.services import privacy
 from chat_app.services.agents import agent_default
@@ -118,8 +118,7 @@ def _conversation_page(request: AuthedHtmxRequest, conversation: Conversation) -
             "sidebar_source": sidebar_source(request, conversation),
             "messages": selectors.conversation_messages(conversation),
             "running": running is not None,
-            # A clarification waits in the running turn (at most one runs).
-            "waiting": running is not None and running.phase == Turn.Phase.CLARIFY,
+            "waiting": selectors.turn_waiting(running),
             "plan_html": latest_plan_html(conversation),
             "provider": conversation.provider or provider_default(),
             "read_only": conversation.owner_id != request.user.pk,

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from chat_app.agent_kinds.base import AgentKind, RoundOffer
 from chat_app.agent_kinds.budgets import Budget, turn_budget
-from chat_app.agent_kinds.clarification import clarification_waiting
 from chat_app.agent_kinds.plan import budget_for_call, latest_plan_html, plan_apply
 from chat_app.agent_kinds.registry import (
     approved_call_hold,
@@ -38,7 +37,6 @@ __all__ = [
     "RoundOffer",
     "approved_call_hold",
     "budget_for_call",
-    "clarification_waiting",
     "kind_for",
     "kind_for_conversation",
     "kind_for_turn",

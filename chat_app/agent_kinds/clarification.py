@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from chat_app.agent_kinds.tool_names import CLARIFICATION
 from chat_app.events import message_publish, turn_publish
-from chat_app.models import Conversation, Message, Turn
+from chat_app.models import Message, Turn
 from tools_app.models import ToolCall
 from tools_app.services.execution import toolcall_finish
 
@@ -54,12 +54,6 @@ def _turn_publish_by_id(turn_id: int) -> None:
     turn = Turn.objects.filter(pk=turn_id).first()
     if turn is not None:
         turn_publish(turn)
-
-
-def clarification_waiting(conversation: Conversation) -> Turn | None:
-    # At most one turn of a conversation runs: no ORDER BY needed (it costs on every message).
-    waiting = conversation.turns.filter(status=Turn.Status.RUNNING, phase=Turn.Phase.CLARIFY)
-    return next(iter(waiting.order_by()[:1]), None)
 
 
 def clarification_answer(*, turn: Turn, text: str) -> bool:
