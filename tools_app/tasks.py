@@ -78,8 +78,17 @@ def _start_maintenance(**_: object) -> None:
 @worker_init.connect(weak=False, dispatch_uid="cc-sandbox-orphans")
 def _reap_orphaned_sandboxes(**_: object) -> None:
     """Warm sandbox containers a killed worker of this deployment left running go now (in a
-    thread: an engine slow to answer must not hold the worker's start)."""
+    thread: an engine slow to answer must not hold the worker's start). The docker backend is
+    imported here, before the thread and before the pool forks its children: a child forked
+    while the thread was importing it (it is imported at first use) inherited that import's
+    lock held and hung on its first docker call, "running" for good (seen in CI twice)."""
     from tools_app.sandbox import reap_orphaned_sandboxes
+
+    with contextlib.suppress(ImportError):  # a host without the docker SDK: nothing to reap
+        import docker.errors  # noqa: F401
+
+        import tools_app.sandbox.docker_backend
+        import tools_app.sandbox.docker_containers  # noqa: F401
 
     threading.Thread(target=reap_orphaned_sandboxes, name="sandbox-orphans", daemon=True).start()
 
