@@ -477,6 +477,10 @@ WEB_LISTEN_BACKLOG = envint("WEB_LISTEN_BACKLOG", 1024, minimum=16)
 # glibc malloc arenas of ``manage.py serve`` (infra.malloc); 0: glibc's own (8 per core).
 # MALLOC_ARENA_MAX, when set, decides instead.
 SERVE_MALLOC_ARENAS = envint("SERVE_MALLOC_ARENAS", 2, minimum=0)
+# The garbage collector in long-lived processes (infra.gc_tuning): what exists once start-up
+# is done is frozen out of full collections; GC_THRESHOLD > 0 sets generation 0's threshold.
+GC_FREEZE = envbool("GC_FREEZE", True)
+GC_THRESHOLD = envint("GC_THRESHOLD", 0, minimum=0)
 WORKSPACES_DIR = envpath("WORKSPACES_DIR", VAR_DIR / "workspaces")
 MEDIA_DIR = VAR_DIR / "media"
 # Platform tools (issue 10): skills shared by every conversation (<dir>/<skill>/SKILL.md),

@@ -6,8 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from celery import Celery
-from celery.signals import task_postrun, task_prerun
+from celery.signals import task_postrun, task_prerun, worker_init
+from django.conf import settings
 
+from infra.gc_tuning import heap_settle
 from infra.maintenance import close_connections_quietly
 
 app = Celery("controlcenter")
@@ -26,6 +28,15 @@ def _close_broken_connections(sender: Any = None, **_: object) -> None:
     if getattr(getattr(sender, "request", None), "is_eager", False):
         return  # run in the caller's thread, perhaps inside the caller's transaction
     close_connections_quietly("celery task")
+
+
+@worker_init.connect(weak=False, dispatch_uid="cc-gc-settle")
+def _settle_heap(**_: object) -> None:
+    """Before the pool forks: start-up's objects leave the collector's full walks, in the
+    parent and so in every child (which then never writes to their pages to mark them)."""
+    if settings.MODE == "embedded":
+        return  # the worker runs inside ``serve``, which settles its own heap once started
+    heap_settle(freeze=settings.GC_FREEZE, threshold=settings.GC_THRESHOLD)
 
 
 # Each Celery process starts its metrics port and tracing when it starts (worker_init, beat_init).

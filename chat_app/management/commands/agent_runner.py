@@ -38,6 +38,7 @@ class Command(BaseCommand):
             )
         from chat_app.runner import AgentRunner
         from chat_app.services.process_beats import process_join
+        from infra.gc_tuning import heap_settle
         from infra.observability import observability_start
 
         observability_start("runner")  # METRICS_PORT, OTEL_*
@@ -45,6 +46,7 @@ class Command(BaseCommand):
         process_join("runner", name=runner.name)  # `manage.py health --kind runner` reads it
         self.stdout.write(f"agent runner {runner.name} (capacity {runner.capacity})")
         self.stdout.flush()
+        heap_settle(freeze=settings.GC_FREEZE, threshold=settings.GC_THRESHOLD)
         runner.run_forever()
 
     def _check(self, name: str) -> None:

@@ -34,6 +34,7 @@ class Command(BaseCommand):
 
         from chat_app.services.providers import provider_seed_from_env
         from infra.body_limit import CappedServer
+        from infra.gc_tuning import heap_settle
         from infra.maintenance import start_maintenance_thread
         from infra.malloc import malloc_arenas_limit
         from infra.observability import observability_start
@@ -85,6 +86,8 @@ class Command(BaseCommand):
             websocket_max_message_size=settings.WEBSOCKET_MAX_FRAME_BYTES,
             websocket_max_frame_size=settings.WEBSOCKET_MAX_FRAME_BYTES,
         )
+        # Start-up is done: what it built leaves the collector's full walks (infra.gc_tuning).
+        heap_settle(freeze=settings.GC_FREEZE, threshold=settings.GC_THRESHOLD)
         try:
             server.run()  # until SIGTERM or SIGINT
         finally:
