@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Prefetch, Q, QuerySet, Subquery
 from django.template.loader import render_to_string
 
-from chat_app.agent_kinds import latest_plan_html
+from chat_app.agent_kinds import turn_plan_html
 from chat_app.models import Conversation, Message, Turn
 from chat_app.turn_tree import BranchInfo, TurnTree, turn_tree  # noqa: F401  (re-exported)
 from infra import access
@@ -92,20 +92,26 @@ def running_turn(conversation: Conversation) -> Turn | None:
     return conversation.turns.filter(status=Turn.Status.RUNNING).order_by("-id").first()
 
 
+def turn_state(conversation: Conversation) -> tuple[Turn | None, Turn | None]:
+    """(the running turn, the latest turn) in one read: what the page and the websocket's
+    snapshot show (the spinner, the plan checklist)."""
+    latest_id = conversation.turns.order_by("-id").values("pk")[:1]
+    turns = list(
+        conversation.turns.filter(
+            Q(status=Turn.Status.RUNNING) | Q(pk=Subquery(latest_id))
+        ).order_by("-id")
+    )
+    running = next((t for t in turns if t.status == Turn.Status.RUNNING), None)
+    return running, (turns[0] if turns else None)
+
+
 def turn_waiting(turn: Turn | None) -> bool:
     """Is ``turn`` (the running one) waiting for the person's answer to a clarification?"""
     return turn is not None and turn.phase == Turn.Phase.CLARIFY
 
 
-def conversation_snapshot_for(*, user: Any, conversation_id: int) -> dict[str, Any] | None:
-    conversation = conversation_for_viewer(user, conversation_id)
-    if conversation is None:
-        return None
-    return conversation_snapshot(conversation)
-
-
 def conversation_snapshot(conversation: Conversation) -> dict[str, Any]:
-    turn = running_turn(conversation)
+    turn, latest = turn_state(conversation)
     html = render_to_string(
         "chat/page.html#messages", {"messages": conversation_messages(conversation)}
     )
@@ -114,7 +120,7 @@ def conversation_snapshot(conversation: Conversation) -> dict[str, Any]:
         "conversation_id": conversation.pk,
         "running": turn is not None,
         "waiting": turn_waiting(turn),
-        "plan_html": latest_plan_html(conversation),
+        "plan_html": turn_plan_html(conversation, latest),
         "turn_id": turn.pk if turn else None,
         "html": html,
     }

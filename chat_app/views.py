@@ -10,18 +10,18 @@ from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
 from chat_app import selectors
-from chat_app.agent_kinds import latest_plan_html
+from chat_app.agent_kinds import turn_plan_html
 from chat_app.forms import AgentChoiceForm, RenameForm
 from chat_app.models import Conversation
 from chat_app.pages import page_panels
 from chat_app.services import privacy
-from chat_app.services.agents import agent_default
+from chat_app.services.agents import agent_default_pinned
 from chat_app.services.conversations import Group, sidebar_groups
 from chat_app.services.prompts import slash_menu
 from chat_app.services.providers import (
     conversation_model_choose,
     model_choices,
-    provider_default,
+    provider_for_conversation,
 )
 from infra import access
 from tools_app.selectors import config_pinned
@@ -106,8 +106,8 @@ def conversation_page(request: AuthedHtmxRequest, conversation_id: int) -> HttpR
 
 
 def _conversation_page(request: AuthedHtmxRequest, conversation: Conversation) -> HttpResponse:
-    default_agent = agent_default()  # there is always at least "General" to pick
-    running = selectors.running_turn(conversation)
+    default_agent = agent_default_pinned()  # there is always at least "General" to pick
+    running, latest = selectors.turn_state(conversation)
     return render(
         request,
         "chat/page.html",
@@ -119,8 +119,8 @@ def _conversation_page(request: AuthedHtmxRequest, conversation: Conversation) -
             "messages": selectors.conversation_messages(conversation),
             "running": running is not None,
             "waiting": selectors.turn_waiting(running),
-            "plan_html": latest_plan_html(conversation),
-            "provider": conversation.provider or provider_default(),
+            "plan_html": turn_plan_html(conversation, latest),
+            "provider": provider_for_conversation(conversation),
             "read_only": conversation.owner_id != request.user.pk,
             # The "/" menu of the message box: slash commands and the prompt library.
             "slash_menu": (

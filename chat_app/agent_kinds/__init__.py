@@ -21,7 +21,11 @@ from __future__ import annotations
 
 from chat_app.agent_kinds.base import AgentKind, RoundOffer
 from chat_app.agent_kinds.budgets import Budget, turn_budget
-from chat_app.agent_kinds.plan import budget_for_call, latest_plan_html, plan_apply
+from chat_app.agent_kinds.plan import (
+    budget_for_call,
+    plan_apply,
+    turn_plan_html,
+)
 from chat_app.agent_kinds.registry import (
     approved_call_hold,
     kind_for,
@@ -40,7 +44,7 @@ __all__ = [
     "kind_for",
     "kind_for_conversation",
     "kind_for_turn",
-    "latest_plan_html",
+    "turn_plan_html",
     "plan_apply",
     "turn_budget",
 ]

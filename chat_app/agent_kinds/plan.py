@@ -82,8 +82,9 @@ def plan_publish(turn: Turn) -> None:
     _plan_send(turn, turn.conversation_id, turn_budget(turn.pk, agent))
 
 
-def latest_plan_html(conversation: Conversation) -> str:
-    turn = conversation.turns.order_by("-id").first()
+def turn_plan_html(conversation: Conversation, turn: Turn | None) -> str:
+    """The plan checklist of ``turn`` (the conversation's latest, read by the caller:
+    ``selectors.turn_state``), or "" when it has none."""
     if turn is None or not turn.plan:
         return ""
     return plan_html(turn, turn_budget(turn.pk, agent_for_conversation(conversation)))

@@ -90,6 +90,11 @@ def agent_granted(user: Any, agent: Agent) -> bool:
     return agents_for(user).filter(pk=agent.pk).exists()
 
 
+def agent_default_pinned() -> Agent:
+    """``agent_default``, within ``config_pinned`` read once per configuration token."""
+    return config_memo(("agent", None), agent_default)
+
+
 def agent_for_conversation(conversation: Conversation) -> Agent:
     """The conversation's agent profile; within a model round (``config_pinned``) read once
     per configuration token, not once per round."""
@@ -101,7 +106,7 @@ def agent_for_conversation(conversation: Conversation) -> Agent:
         )
         if agent is not None and _still_shared(conversation, agent):
             return agent
-    return config_memo(("agent", None), agent_default)
+    return agent_default_pinned()
 
 
 def _still_shared(conversation: Conversation, agent: Agent) -> bool:

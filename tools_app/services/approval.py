@@ -29,9 +29,8 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from pydantic import ValidationError
@@ -42,7 +41,6 @@ from tools_app.events import toolcall_publish
 from tools_app.guards import guard_arguments
 from tools_app.models import ToolCall, ToolCallApproval, ToolFunctionConfig
 from tools_app.runtime import BindContext
-from tools_app.services.approval_notify import EVERYONE
 from tools_app.services.audit import audit_approval, audit_call
 from tools_app.services.binding import (
     format_validation_error,
@@ -50,6 +48,7 @@ from tools_app.services.binding import (
     toolcall_refusal_now,
 )
 from tools_app.services.execution import toolcall_finish
+from tools_app.services.grants import person_group_ids
 from tools_app.signals import approval_decided, notify
 
 logger = logging.getLogger(__name__)
@@ -370,7 +369,7 @@ def decider_group_ids(user: Any) -> set[int]:
     """The ids of the groups whose approvals this person may decide: their own, Everyone's."""
     if not getattr(user, "is_authenticated", False) or not user.is_active:
         return set()
-    return set(Group.objects.filter(Q(user=user) | Q(name=EVERYONE)).values_list("pk", flat=True))
+    return set(person_group_ids(user.pk))  # read once per configuration token where pinned
 
 
 def approval_refusal(*, user: Any, call: ToolCall, group_ids: set[int] | None = None) -> str | None:
