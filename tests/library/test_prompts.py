@@ -93,3 +93,26 @@ def test_the_slash_menu_lists_granted_commands_and_visible_prompts(teams):
         {"title": "Standup", "shortcut": "", "body": "Summarise.", "owner": "alice"}
     ]
     assert [p["title"] for p in slash_menu(alice)["prompts"]] == ["Private", "Standup"]
+
+
+def test_the_menus_commands_follow_grants_and_language_where_the_page_pins_them(teams, staff_user):
+    # The page builds the commands once per configuration, language and grants (a memo under
+    # the pinned configuration): a grant change or another language is a new menu at once.
+    from django.utils import translation
+
+    from platform_app.people.services import group_grants_set
+    from tools_app.selectors import config_pinned
+
+    carol, bob = teams["carol"], teams["bob"]
+
+    def names(user):
+        with config_pinned():
+            return {c["name"] for c in slash_menu(user)["commands"]}
+
+    assert "file_read" in names(carol) and "file_read" not in names(bob)
+    group_grants_set(actor=staff_user, group=teams["support"], functions=["current_time"])
+    assert "file_read" not in names(carol) and "current_time" in names(carol)
+    with translation.override("ru"), config_pinned():
+        hint = slash_menu(carol)["commands"][0]["hint"]
+    with config_pinned():
+        assert slash_menu(carol)["commands"][0]["hint"] != hint  # /help's line, translated
