@@ -15,6 +15,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
+from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 
 from chat_app.models import Prompt
@@ -120,18 +121,26 @@ def prompt_draft_of(prompt: Prompt) -> PromptDraft:
 def slash_menu(user: Any) -> dict[str, list[dict[str, str]]]:
     """What typing ``/`` in the message box offers: the slash commands (the enabled tools the
     person is granted, as ``/help`` lists them) and their prompts."""
-    commands = [
-        {
-            "name": tool.tool_name,
-            "alias": tool.tool_slash or "",
-            "hint": text_localized(tool.description()).split("\n")[0][:120],
-            "example": json.dumps(tool.example(), ensure_ascii=False)[:200],
-        }
-        for tool in selectors.enabled_tools(grants_narrow(user.pk, None))
-    ]
-    commands.insert(
-        0, {"name": "help", "alias": "", "hint": _("List the slash commands"), "example": ""}
-    )
+    granted = grants_narrow(user.pk, None)
+
+    def build() -> list[dict[str, str]]:
+        return [
+            {"name": "help", "alias": "", "hint": _("List the slash commands"), "example": ""},
+            *(
+                {
+                    "name": tool.tool_name,
+                    "alias": tool.tool_slash or "",
+                    "hint": text_localized(tool.description()).split("\n")[0][:120],
+                    "example": json.dumps(tool.example(), ensure_ascii=False)[:200],
+                }
+                for tool in selectors.enabled_tools(granted)
+            ),
+        ]
+
+    # The same for everyone with the same grants, in one language, while the configuration
+    # stands (the page pins it): built once, not on every page.
+    key = ("slash commands", get_language(), None if granted is None else frozenset(granted))
+    commands = selectors.config_memo(key, build)
     prompts = [
         {
             "title": p.title,
