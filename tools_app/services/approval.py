@@ -481,19 +481,30 @@ def approvals_for(user: Any, group_ids: set[int] | None = None) -> list[ToolCall
     ``group_ids``: ``decider_group_ids(user)``, when the caller has it."""
     if not getattr(user, "is_authenticated", False):
         return []
-    waiting = (
+    # Every page asks (the top bar's badge), and usually nothing waits: one plain read then,
+    # and this person's own approvals only when there are calls to sift.
+    waiting = list(
         ToolCall.objects.filter(
             status=ToolCall.Status.AWAITING_APPROVAL,
             approval_mode=ToolFunctionConfig.ApprovalMode.APPROVER,
         )
         .exclude(user_id=user.pk)
-        .exclude(approvals__user_id=user.pk)  # approved already: it waits for someone else
         .select_related("user", "conversation")
         .order_by("created_at", "pk")
     )
+    if not waiting:
+        return []
+    approved = set(  # approved already: it waits for someone else
+        ToolCallApproval.objects.filter(
+            user_id=user.pk, call_id__in=[call.pk for call in waiting]
+        ).values_list("call_id", flat=True)
+    )
     mine = decider_group_ids(user) if group_ids is None else group_ids
     return [
-        call for call in waiting if approval_refusal(user=user, call=call, group_ids=mine) is None
+        call
+        for call in waiting
+        if call.pk not in approved
+        and approval_refusal(user=user, call=call, group_ids=mine) is None
     ]
 
 
