@@ -36,7 +36,7 @@ def _settle_heap(**_: object) -> None:
     parent and so in every child (which then never writes to their pages to mark them)."""
     if settings.MODE == "embedded":
         return  # the worker runs inside ``serve``, which settles its own heap once started
-    heap_settle(freeze=settings.GC_FREEZE, threshold=settings.GC_THRESHOLD)
+    heap_settle()
 
 
 # Each Celery process starts its metrics port and tracing when it starts (worker_init, beat_init).

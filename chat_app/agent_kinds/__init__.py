@@ -21,11 +21,7 @@ from __future__ import annotations
 
 from chat_app.agent_kinds.base import AgentKind, RoundOffer
 from chat_app.agent_kinds.budgets import Budget, turn_budget
-from chat_app.agent_kinds.plan import (
-    budget_for_call,
-    plan_apply,
-    turn_plan_html,
-)
+from chat_app.agent_kinds.plan import budget_for_call, plan_apply, turn_plan_html
 from chat_app.agent_kinds.registry import (
     approved_call_hold,
     kind_for,
@@ -44,7 +40,7 @@ __all__ = [
     "kind_for",
     "kind_for_conversation",
     "kind_for_turn",
-    "turn_plan_html",
     "plan_apply",
     "turn_budget",
+    "turn_plan_html",
 ]

@@ -46,7 +46,7 @@ class Command(BaseCommand):
         process_join("runner", name=runner.name)  # `manage.py health --kind runner` reads it
         self.stdout.write(f"agent runner {runner.name} (capacity {runner.capacity})")
         self.stdout.flush()
-        heap_settle(freeze=settings.GC_FREEZE, threshold=settings.GC_THRESHOLD)
+        heap_settle()
         runner.run_forever()
 
     def _check(self, name: str) -> None:

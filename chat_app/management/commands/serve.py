@@ -87,7 +87,7 @@ class Command(BaseCommand):
             websocket_max_frame_size=settings.WEBSOCKET_MAX_FRAME_BYTES,
         )
         # Start-up is done: what it built leaves the collector's full walks (infra.gc_tuning).
-        heap_settle(freeze=settings.GC_FREEZE, threshold=settings.GC_THRESHOLD)
+        heap_settle()
         try:
             server.run()  # until SIGTERM or SIGINT
         finally:
