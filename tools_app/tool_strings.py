@@ -982,7 +982,15 @@ STRINGS = [
     # group tool_search: settings
     _('When the model names none to load, the schemas of this many best matches are loaded for the next round.'),
     # group tool_search: settings
+    _('Also rank the tools by meaning with the local embedding model (all-MiniLM-L6-v2 in the worker, as memory search uses): "clock" finds current_time. Off: by the words of their names and descriptions only.'),
+    # group tool_search: settings
+    _('How close in meaning (cosine similarity) a tool must be to the query to count as found.'),
+    # group tool_search: settings
     _('Load top'),
+    # group tool_search: settings
+    _('Match by meaning'),
+    # group tool_search: settings
+    _('Meaning floor'),
     # tool tool_search
     _('Find more tools you may use by what they do: returns their names and one-line descriptions, and loads their schemas so you can call them in your next step.'),
     # tool tool_search

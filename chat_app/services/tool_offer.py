@@ -19,7 +19,7 @@ has not loaded is served like before, and one it may not use is refused like bef
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from chat_app.agent_kinds import AgentKind, RoundOffer
@@ -124,20 +124,36 @@ def _matches(word: str, candidates: Iterable[str]) -> bool:
 class Found:
     name: str
     description: str  # its first sentence, one line
-    score: int
+    score: float
+
+
+# Ranks by meaning: (query, the tools' texts) → the cosine similarity of each text to the query
+# (platform_app's tool_search passes the local embedding model's; chat_app knows no model).
+Similarity = Callable[[str, list[str]], list[float]]
+# A tool as close as this to the query counts as found by meaning; a name word counts 4, so a
+# close match (0.5) weighs as much as one word of the name.
+MEANING_WEIGHT = 8.0
 
 
 def tools_search(
-    tools: list[type[BaseTool]], query: str, *, limit: int, language: str = ""
+    tools: list[type[BaseTool]],
+    query: str,
+    *,
+    limit: int,
+    language: str = "",
+    similar: Similarity | None = None,
+    floor: float = 0.3,
 ) -> list[Found]:
-    """``tools`` that match ``query``'s words, best first: a word in the tool's name counts
-    most, then its group's name and label, then its description. Only ever ``tools`` (the
-    caller's ``turn_offer``): a query can ask for anything, it finds nothing else."""
+    """``tools`` that match ``query``, best first: a word in the tool's name counts most, then
+    its group's name and label, then its description; with ``similar``, a tool whose name and
+    first sentence mean what the query says (cosine ≥ ``floor``) counts too: "clock" finds
+    ``current_time``. Only ever ``tools`` (the caller's ``turn_offer``): a query can ask for
+    anything, it finds nothing else."""
     words = _words(query)
-    found = []
+    rows: list[tuple[str, str, int]] = []
     for tool in tools:
         description = one_line(text_in(tool.description(), language))
-        name = _words(tool.tool_name.replace("_", " "))
+        name_words = _words(tool.tool_name.replace("_", " "))
         group = GROUPS.get(tool.tool_group)
         group_words = _words(
             tool.tool_group.replace("_", " ") + " " + str(group.label if group else "")
@@ -145,14 +161,23 @@ def tools_search(
         text = _words(description)
         score = 0
         for word in words:
-            if _matches(word, name):
+            if _matches(word, name_words):
                 score += 4
             elif _matches(word, group_words):
                 score += 2
             elif _matches(word, text):
                 score += 1
-        if score:
-            found.append(Found(tool.tool_name, first_sentence(description), score))
+        rows.append((tool.tool_name, first_sentence(description), score))
+    meanings = (
+        similar(query, [f"{tool.replace('_', ' ')}: {line}" for tool, line, _ in rows])
+        if similar is not None and rows
+        else [0.0] * len(rows)
+    )
+    found = []
+    for (tool_name, line, score), meaning in zip(rows, meanings, strict=True):
+        total = score + (MEANING_WEIGHT * meaning if meaning >= floor else 0.0)
+        if total > 0:
+            found.append(Found(tool_name, line, round(total, 2)))
     found.sort(key=lambda f: (-f.score, f.name))
     return found[:limit]
 

@@ -13,6 +13,7 @@ from chat_app.services.tool_offer import tools_search, turn_offer
 from chat_app.services.turns import conversation_language
 from platform_app.executors.tool_search.settings import ToolSearchSettings
 from platform_app.executors.tool_search.tools import ToolSearch
+from platform_app.memory.similarity import local_similarity
 from tools_app.registry import BaseTool, activity
 from tools_app.runtime import ActivityContext
 from tools_app.services.decision import usable_tools
@@ -37,19 +38,26 @@ def _searchable(ctx: ActivityContext[ToolSearchSettings]) -> tuple[list[type[Bas
 def tool_search(args: ToolSearch, ctx: ActivityContext[ToolSearchSettings]) -> dict[str, Any]:
     tools, language = _searchable(ctx)
     tools = [t for t in tools if t.tool_name != TOOL_SEARCH]
-    found = tools_search(tools, args.query, limit=ctx.settings.max_results, language=language)
+    found = tools_search(
+        tools,
+        args.query,
+        limit=ctx.settings.max_results,
+        language=language,
+        similar=local_similarity if ctx.settings.match_by_meaning else None,
+        floor=ctx.settings.meaning_floor,
+    )
     names = {t.tool_name for t in tools}
     wanted = [n for n in dict.fromkeys(args.load) if n != TOOL_SEARCH]
-    if wanted:
-        loaded = [n for n in wanted if n in names]
-        # Not told apart: a name that does not exist and one this person may not use.
-        missing = [n for n in wanted if n not in names]
-    else:
-        # The best matches, but none far below the best: a tool found by one common word of
-        # its description would cost its schema in every later round for nothing.
+    # Not told apart: a name that does not exist and one this person may not use.
+    loaded = [n for n in wanted if n in names]
+    missing = [n for n in wanted if n not in names]
+    if not loaded:
+        # None named, or none of the names usable (a small model makes names up): the best
+        # matches, but none far below the best: a tool found by one common word of its
+        # description would cost its schema in every later round for nothing.
         best = found[0].score if found else 0
         top = found[: ctx.settings.load_top]
-        loaded, missing = [f.name for f in top if 2 * f.score >= best], []
+        loaded = [f.name for f in top if 2 * f.score >= best]
     if ctx.turn_id is None:
         loaded = []  # no turn to load them into: the names are the answer
     ctx.emit_output(f"{len(found)} tool(s) found, {len(loaded)} loaded\n")

@@ -18,6 +18,19 @@ class ToolSearchSettings(GroupSettings):
         description="When the model names none to load, the schemas of this many best "
         "matches are loaded for the next round.",
     )
+    match_by_meaning: bool = Field(
+        True,
+        description="Also rank the tools by meaning with the local embedding model "
+        '(all-MiniLM-L6-v2 in the worker, as memory search uses): "clock" finds '
+        "current_time. Off: by the words of their names and descriptions only.",
+    )
+    meaning_floor: float = Field(
+        0.3,
+        ge=0.0,
+        le=1.0,
+        description="How close in meaning (cosine similarity) a tool must be to the query to "
+        "count as found.",
+    )
 
 
 GROUP = register_group(
