@@ -76,6 +76,8 @@ class ProviderForm(forms.ModelForm):
             "timeout_seconds",
             "max_retries",
             "retry_backoff_seconds",
+            "temperature",
+            "max_output_tokens",
             "image_input",
             "fallback_grammar",
             "is_default",

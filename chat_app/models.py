@@ -4,6 +4,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -81,6 +82,26 @@ class Provider(models.Model):
             "In text fallback, send a grammar (llama.cpp's grammar field) that holds the reply "
             "to plain text or one call of an offered tool in the fallback format. For small "
             "models on a llama.cpp server; other servers may reject the field."
+        ),
+    )
+    temperature = models.FloatField(
+        _("temperature"),
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0.0), MaxValueValidator(2.0)],
+        help_text=_(
+            "Sampling temperature sent with every request (0 = always the likeliest word, "
+            "the same reply to the same request). Empty: the server's default."
+        ),
+    )
+    max_output_tokens = models.PositiveIntegerField(
+        _("longest reply (tokens)"),
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(1_000_000)],
+        help_text=_(
+            "The longest reply the model may write, in tokens. Empty: the server's default "
+            "(4,096 for Anthropic, which requires one)."
         ),
     )
     is_default = models.BooleanField(default=False)

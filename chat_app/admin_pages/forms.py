@@ -53,6 +53,8 @@ class ProviderPageForm(forms.ModelForm):
             "timeout_seconds",
             "max_retries",
             "retry_backoff_seconds",
+            "temperature",
+            "max_output_tokens",
             "is_default",
         ]
         labels = {

@@ -54,6 +54,8 @@ def make_provider(
     timeout: float = 120.0,
     clients: ClientCache | None = None,
     shard: int = 0,
+    temperature: float | None = None,
+    max_output_tokens: int | None = None,
 ) -> LLMProvider:
     """Build the adapter for ``kind`` ("openai" for any OpenAI-compatible server, "anthropic").
     ``clients``: take a long-lived SDK client from this cache (the caller's event loop), the
@@ -65,7 +67,13 @@ def make_provider(
         else None
     )
     return cls(
-        base_url=base_url, api_key=api_key, model=model, timeout=timeout, sdk_client=sdk_client
+        base_url=base_url,
+        api_key=api_key,
+        model=model,
+        timeout=timeout,
+        sdk_client=sdk_client,
+        temperature=temperature,
+        max_output_tokens=max_output_tokens,
     )
 
 

@@ -165,7 +165,8 @@ class AnthropicProvider(LLMProvider):
     ) -> AsyncIterator[StreamEvent]:
         request: dict[str, Any] = {
             "model": self.model,
-            "max_tokens": max_tokens or self.default_max_tokens,
+            "max_tokens": self.default_max_tokens,
+            **self.sampling(max_tokens),  # Anthropic requires max_tokens: the default above
             "messages": to_anthropic_messages(messages),
             "stream": True,
         }
@@ -207,6 +208,7 @@ class AnthropicProvider(LLMProvider):
         request: dict[str, Any] = {
             "model": self.model,
             "max_tokens": self.default_max_tokens,
+            **self.sampling(),
             "messages": to_anthropic_messages(messages),
             "tools": [
                 {
@@ -221,7 +223,9 @@ class AnthropicProvider(LLMProvider):
             request["system"] = system
         try:
             async with self._session() as client:
-                message = await client.messages.create(**request)
+                # temperature is no argument of this SDK's create(): it goes in the body.
+                extra = {k: request.pop(k) for k in ("temperature",) if k in request}
+                message = await client.messages.create(**request, extra_body=extra or None)
         except anthropic.APIStatusError as exc:
             raise self._status_error(exc, tools_sent=False) from exc
         except (anthropic.APIConnectionError, httpx2.TransportError) as exc:

@@ -138,14 +138,30 @@ class LLMProvider(ABC):
         model: str,
         timeout: float = 120.0,
         sdk_client: Any = None,
+        temperature: float | None = None,
+        max_output_tokens: int | None = None,
     ) -> None:
         """``sdk_client``: a long-lived SDK client (see ``clients.ClientCache``) to use instead
-        of opening and closing one per call."""
+        of opening and closing one per call. ``temperature`` and ``max_output_tokens``: the
+        provider's settings, sent with every request when set (None: the server's default)."""
         self.base_url = base_url
         self.api_key = api_key
         self.model = model
         self.timeout = timeout
         self.sdk_client = sdk_client
+        self.temperature = temperature
+        self.max_output_tokens = max_output_tokens
+
+    def sampling(self, max_tokens: int | None = None) -> dict[str, Any]:
+        """The request's sampling fields: ``max_tokens`` (a caller's own cap) before the
+        provider's; only those set."""
+        out: dict[str, Any] = {}
+        if self.temperature is not None:
+            out["temperature"] = self.temperature
+        cap = max_tokens or self.max_output_tokens
+        if cap:
+            out["max_tokens"] = cap
+        return out
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.model} at {self.base_url}>"

@@ -79,11 +79,10 @@ class OpenAIProvider(LLMProvider):
             "messages": to_openai_messages(system, messages),
             "stream": True,
             "stream_options": {"include_usage": True},
+            **self.sampling(max_tokens),
         }
         if tools and tool_choice:
             request["tool_choice"] = {"type": "function", "function": {"name": tool_choice}}
-        if max_tokens is not None:
-            request["max_tokens"] = max_tokens
         if grammar:
             request["grammar"] = grammar  # llama.cpp's extension of Chat Completions
 
@@ -125,6 +124,7 @@ class OpenAIProvider(LLMProvider):
         request: dict[str, Any] = {
             "model": self.model,
             "messages": to_openai_messages(system, messages),
+            **self.sampling(),
             "response_format": {
                 "type": "json_schema",
                 "json_schema": {"name": name, "schema": schema},

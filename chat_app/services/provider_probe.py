@@ -125,6 +125,9 @@ def models_fetch(provider: Provider, *, timeout: float = MODELS_TIMEOUT) -> tupl
 
 
 def _tool_request(provider: Provider) -> tuple[str, Any]:
+    # Sent as a turn would send it: the provider's temperature too (a server that refuses it
+    # fails here, not in the chat); the cap is the probe's own, as a caller's cap wins.
+    sampling = {} if provider.temperature is None else {"temperature": provider.temperature}
     if provider.kind == Provider.Kind.ANTHROPIC:
         tool = {
             "name": PROBE_TOOL,
@@ -134,6 +137,7 @@ def _tool_request(provider: Provider) -> tuple[str, Any]:
         return "/messages", {
             "model": provider.model,
             "max_tokens": 64,
+            **sampling,
             "messages": [{"role": "user", "content": PROBE_PROMPT}],
             "tools": [tool],
         }
@@ -145,6 +149,7 @@ def _tool_request(provider: Provider) -> tuple[str, Any]:
     return "/chat/completions", {
         "model": provider.model,
         "max_tokens": 64,
+        **sampling,
         "messages": [{"role": "user", "content": PROBE_PROMPT}],
         "tools": [{"type": "function", "function": function}],
     }

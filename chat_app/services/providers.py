@@ -124,6 +124,8 @@ def provider_client(
         timeout=float(provider.timeout_seconds),
         clients=clients,
         shard=shard,
+        temperature=provider.temperature,
+        max_output_tokens=provider.max_output_tokens,
     )
 
 

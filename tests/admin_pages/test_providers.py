@@ -182,3 +182,23 @@ def test_the_fallback_grammar_box_is_on_the_page_and_saves(admin_client, db):
     admin_client.post(f"/agents/providers/{provider.pk}/", _form())
     provider.refresh_from_db()
     assert not provider.fallback_grammar  # an unticked box turns it off
+
+
+def test_temperature_and_longest_reply_are_set_checked_and_cleared(admin_client, db):
+    assert admin_client.post("/agents/providers/new/", _form()).status_code == 302
+    provider = Provider.objects.get(name="Local")
+    assert provider.temperature is None and provider.max_output_tokens is None  # the server's
+    url = f"/agents/providers/{provider.pk}/"
+    page = admin_client.get(url).content.decode()
+    assert 'name="temperature"' in page and 'name="max_output_tokens"' in page
+    saved = admin_client.post(url, _form(temperature="0", max_output_tokens="512"))
+    assert saved.status_code == 302
+    provider.refresh_from_db()
+    assert (provider.temperature, provider.max_output_tokens) == (0.0, 512)
+    for bad in ({"temperature": "2.5"}, {"temperature": "-1"}, {"max_output_tokens": "0"}):
+        assert admin_client.post(url, _form(**bad)).status_code == 400, bad
+    provider.refresh_from_db()
+    assert (provider.temperature, provider.max_output_tokens) == (0.0, 512)
+    admin_client.post(url, _form(temperature="", max_output_tokens=""))
+    provider.refresh_from_db()
+    assert provider.temperature is None and provider.max_output_tokens is None

@@ -51,9 +51,13 @@ def test_an_admin_adds_a_provider_tests_it_and_builds_an_agent(page, admin):
         page.get_by_label("API key", exact=True).fill(KEY)
         page.get_by_label("Default model", exact=True).fill("scripted-model")
         page.get_by_label("Other allowed models", exact=True).fill("scripted-mini")
+        page.get_by_label("Temperature", exact=True).fill("0")
+        page.get_by_label("Longest reply (tokens)", exact=True).fill("512")
         page.get_by_role("checkbox", name="Default provider").check()
         page.get_by_role("button", name="Add provider").click()
         expect(page.get_by_text("Saved provider Scripted.")).to_be_visible()
+        expect(page.get_by_label("Temperature", exact=True)).to_have_value("0.0")
+        expect(page.get_by_label("Longest reply (tokens)", exact=True)).to_have_value("512")
         assert KEY not in page.content()
 
         page.get_by_role("button", name="Test connection").click()
@@ -66,6 +70,7 @@ def test_an_admin_adds_a_provider_tests_it_and_builds_an_agent(page, admin):
         )
         assert KEY not in page.content()
         assert llm.requests[-1]["tools"][0]["function"]["name"] == "connection_test"
+        assert (llm.requests[-1]["temperature"], llm.requests[-1]["max_tokens"]) == (0.0, 64)
         shot(page, "provider-test-1280")
         page.set_viewport_size(PHONE)
         no_sideways_scroll(page)

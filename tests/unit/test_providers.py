@@ -313,6 +313,29 @@ async def test_it_merges_a_user_message_after_tool_results_and_skips_empty_turns
     ]
 
 
+@pytest.mark.parametrize("kind", KINDS)
+async def test_it_sends_the_providers_temperature_and_longest_reply(
+    llm: ScriptedLLM, kind: str
+) -> None:
+    client = provider(llm, kind, temperature=0.0, max_output_tokens=200)
+    await collect(client)
+    await collect(client, max_tokens=50)  # a caller's own cap (a title) wins
+    llm.script(Reply(text='{"title": "T"}'))
+    await client.complete_json(system="", messages=HI, schema=TITLE_SCHEMA, name="title")
+    first, capped, structured = llm.requests
+    assert (first["temperature"], first["max_tokens"]) == (0.0, 200)
+    assert (capped["temperature"], capped["max_tokens"]) == (0.0, 50)
+    assert (structured["temperature"], structured["max_tokens"]) == (0.0, 200)
+
+
+async def test_without_them_the_servers_defaults_stand(llm: ScriptedLLM) -> None:
+    await collect(provider(llm, "openai"))
+    await collect(provider(llm, "anthropic"))
+    openai_body, anthropic_body = llm.requests
+    assert "temperature" not in openai_body and "max_tokens" not in openai_body
+    assert "temperature" not in anthropic_body and anthropic_body["max_tokens"] == 4096
+
+
 # --- structured output ----------------------------------------------------------------------
 
 
