@@ -265,3 +265,41 @@ def test_a_real_model_makes_a_text_fallback_call_that_runs(worker, user, grammar
         call.raw_arguments,
     )
     assert call.result["success"] is True
+
+
+@pytest.mark.tool_search
+def test_a_real_model_finds_a_tool_with_tool_search_then_calls_it(worker, user, grammar_provider):
+    # Issue 38 part 5: the request carries tool_search alone (a budget of 1 token); the model
+    # searches in its own words, the search loads what they match, and the next round calls
+    # it. The grammar holds each reply to the tools its round shows, so the first call can
+    # only be the search. Temperature 0 (the provider's setting): the same request gets the
+    # same reply, so the chain is the model's, not a lucky draw (seen 3 of 3 each time); the
+    # longest reply is capped, as a prose reply from this model can run for minutes.
+    grammar_provider.temperature = 0.0
+    grammar_provider.max_output_tokens = 256
+    grammar_provider.save()
+    agent = _agent(
+        "finder",
+        ["tool_search", "current_time"],
+        always_on_tools=["tool_search"],
+        tool_schema_budget=1,
+        max_rounds=4,  # search, call what it found, and room to answer
+    )
+    agent.system_prompt = TOOL_USER
+    agent.save()
+    conversation = Conversation.objects.create(owner=user, agent=agent)
+    text = "Find a tool that tells the time and use it."
+    turn = turn_start(conversation=conversation, user_id=user.pk, text=text)
+    turn = wait_turn(turn.pk, timeout=240)
+    assert turn.status in (Turn.Status.SUCCEEDED, Turn.Status.LIMITED), turn.error
+    calls = _calls(turn)
+    seen = [(c.tool, c.raw_arguments, c.status) for c in calls]
+    search = calls[0]
+    assert search.tool == "tool_search" and search.status == "succeeded", seen
+    assert search.result["loaded"] == ["current_time"], search.result
+    clock = next((c for c in calls if c.tool == "current_time"), None)
+    assert clock is not None and clock.status == "succeeded", seen
+    assert clock.result["success"] is True
+    for later in calls:  # whatever else it searched for, it loads nothing it may not use
+        if later.tool == "tool_search" and later.status == "succeeded":
+            assert set(later.result["loaded"]) <= {"current_time"}
