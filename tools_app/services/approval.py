@@ -471,9 +471,19 @@ def is_approver(user: Any, group_ids: set[int] | None = None) -> bool:
     ``decider_group_ids(user)``, when the caller has it."""
     if group_ids is None:
         group_ids = decider_group_ids(user)
-    return ToolFunctionConfig.approver_groups.through.objects.filter(
-        group_id__in=group_ids
-    ).exists()
+    return not approver_group_ids().isdisjoint(group_ids)
+
+
+def approver_group_ids() -> frozenset[int]:
+    """The groups that approve some function's calls. Configuration (its writes move the
+    token on): read once per configuration where the caller pins it (the chat page's badge),
+    not on every page."""
+
+    def build() -> frozenset[int]:
+        through = ToolFunctionConfig.approver_groups.through
+        return frozenset(through.objects.values_list("group_id", flat=True).distinct())
+
+    return selectors.config_memo(("approver groups",), build)
 
 
 def approvals_for(user: Any, group_ids: set[int] | None = None) -> list[ToolCall]:
