@@ -18,18 +18,19 @@ CACHE_LIMIT = 4096  # texts; a tool's text changes only with its description or 
 
 _vectors: dict[str, Any] = {}
 _lock = threading.Lock()
-_warned: list[bool] = []
+_warned = False
 
 
 def local_similarity(query: str, texts: list[str]) -> list[float]:
     """The cosine similarity of each of ``texts`` to ``query`` (unit vectors: a dot product)."""
     from platform_app.memory.minilm import ModelMissing, get_model
 
+    global _warned
     try:
         model = get_model()
     except ModelMissing as exc:
         if not _warned:
-            _warned.append(True)
+            _warned = True
             logger.warning("tool search ranks by words only: %s", exc)
         return [0.0] * len(texts)
     with _lock:

@@ -81,3 +81,17 @@ def test_the_vectors_of_the_tools_are_kept_between_searches():
     first = local_similarity("clock", texts)
     assert local_similarity("clock", texts) == first
     assert first[0] > first[1]
+
+
+def test_without_the_model_it_ranks_by_words(monkeypatch):
+    from platform_app.memory import minilm
+
+    def missing() -> None:
+        raise minilm.ModelMissing("the local embedding model is not installed")
+
+    monkeypatch.setattr(minilm, "get_model", missing)
+    tools = [TOOLS[n] for n in ("current_time", "memory_search")]
+    assert tools_search(tools, "clock", limit=8, similar=local_similarity) == []
+    assert [f.name for f in tools_search(tools, "time", limit=8, similar=local_similarity)] == [
+        "current_time"
+    ]
