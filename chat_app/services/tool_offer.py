@@ -130,8 +130,8 @@ class Found:
 # Ranks by meaning: (query, the tools' texts) → the cosine similarity of each text to the query
 # (platform_app's tool_search passes the local embedding model's; chat_app knows no model).
 Similarity = Callable[[str, list[str]], list[float]]
-# A tool as close as this to the query counts as found by meaning; a name word counts 4, so a
-# close match (0.5) weighs as much as one word of the name.
+# What closeness in meaning adds to a tool's score: a word of the name counts 4, so a close
+# match (0.5) weighs as much as one word of the name.
 MEANING_WEIGHT = 8.0
 
 

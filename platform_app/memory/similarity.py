@@ -1,4 +1,5 @@
-"""How close short texts are in meaning to a query, with the local model (``minilm.py``):
+"""How close short texts are in meaning to a query, with the local embedder
+(``embedders.LocalEmbedder``, memory search's):
 ``tool_search`` ranks the tools a person may use with it ("clock" finds ``current_time``).
 
 The texts are the tools' names and first sentences: a few dozen, the same in every search, so
@@ -12,6 +13,9 @@ import logging
 import threading
 from typing import Any
 
+from platform_app.memory.embedders import LocalEmbedder
+from tools_app.errors import ToolError
+
 logger = logging.getLogger(__name__)
 
 CACHE_LIMIT = 4096  # texts; a tool's text changes only with its description or language
@@ -19,29 +23,27 @@ CACHE_LIMIT = 4096  # texts; a tool's text changes only with its description or 
 _vectors: dict[str, Any] = {}
 _lock = threading.Lock()
 _warned = False
+_EMBEDDER = LocalEmbedder()
 
 
 def local_similarity(query: str, texts: list[str]) -> list[float]:
     """The cosine similarity of each of ``texts`` to ``query`` (unit vectors: a dot product)."""
-    from platform_app.memory.minilm import ModelMissing, get_model
-
     global _warned
+    with _lock:
+        known = {t: _vectors[t] for t in texts if t in _vectors}
+    missing = [t for t in dict.fromkeys(texts) if t not in known]
     try:
-        model = get_model()
-    except ModelMissing as exc:
+        if missing:
+            encoded = dict(zip(missing, _EMBEDDER.embed(missing), strict=True))
+            known.update(encoded)
+            with _lock:
+                if len(_vectors) + len(encoded) > CACHE_LIMIT:
+                    _vectors.clear()
+                _vectors.update(encoded)
+        asked = _EMBEDDER.embed([query])[0]
+    except ToolError as exc:  # the model is not installed, or its files cannot be read
         if not _warned:
             _warned = True
             logger.warning("tool search ranks by words only: %s", exc)
         return [0.0] * len(texts)
-    with _lock:
-        known = {t: _vectors[t] for t in texts if t in _vectors}
-    missing = [t for t in dict.fromkeys(texts) if t not in known]
-    if missing:
-        encoded = dict(zip(missing, model.encode(missing), strict=True))
-        known.update(encoded)
-        with _lock:
-            if len(_vectors) + len(encoded) > CACHE_LIMIT:
-                _vectors.clear()
-            _vectors.update(encoded)
-    asked = model.encode([query])[0]
     return [float(known[t] @ asked) for t in texts]
