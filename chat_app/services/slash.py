@@ -100,13 +100,18 @@ def slash_run(
     branch_of: Turn | None = None,
     trace: str = "",
     schedule_id: int | None = None,
-) -> Turn | None:
+) -> tuple[Turn | None, bool]:
     """Run ``text`` (``/tool args``) as a turn of one call. ``scope``: the tool list of what
     started the turn (a subagent, a schedule); the call binds within it and within the agent's
-    limits, as the model of that turn would. A person's own command has none."""
+    limits, as the model of that turn would. A person's own command has none.
+
+    Returns the turn (None for ``/help`` and unknown commands) and whether its call went to a
+    worker. One that did is moved on by the worker once the call's card is sent; otherwise
+    (refused at binding, or waiting for an approval) the caller advances the turn."""
     word, _sep, rest = text[1:].partition(" ")
     word = word.strip()
     call = None
+    dispatched = False
     with transaction.atomic():
         user_message = Message.objects.create(
             conversation=conversation, role=Message.Role.USER, content=text, origin=origin
@@ -162,4 +167,5 @@ def slash_run(
         # Dispatched only now: the page must know the message before its card changes.
         if call.status == call.Status.QUEUED:
             toolcall_dispatch(call)
-    return turn  # the caller advances it: a refused call finishes the turn at once
+            dispatched = True
+    return turn, dispatched

@@ -164,7 +164,7 @@ def _turn_start(
     language_changed: bool = False,
 ) -> Turn | None:
     if text.startswith("/"):
-        slashed = slash_run(
+        slashed, dispatched = slash_run(
             conversation=conversation,
             user_id=user_id,
             text=text,
@@ -178,7 +178,11 @@ def _turn_start(
         # A slash-only conversation is named after its first command.
         if conversation_touch(conversation, first_text=text, language=language_changed):
             conversation_publish(conversation)
-        if slashed is not None:
+        # A call refused at binding ends the turn now. A dispatched one is left to its worker,
+        # which ends the turn only once the call's finished card is sent: ended from here
+        # meanwhile, the turn's end could reach the page (and an API client following the
+        # turn) before the card.
+        if slashed is not None and not dispatched:
             turn_advance(slashed.pk)
         return slashed
     with selectors.config_pinned():  # the profile from memory while the token stands

@@ -78,6 +78,36 @@ async def test_it_sends_a_snapshot_then_streams_a_slash_command(worker, conversa
     await comm.disconnect()
 
 
+async def test_a_slash_commands_card_always_arrives_before_its_turn_ends(
+    worker, conversation, user
+):
+    """The worker running the call ends the turn, after the call's card is sent; the process
+    that took the command does not end it meanwhile (it did when the call was fast: the turn's
+    end then reached the page, or an API client following the turn, before the card)."""
+    comm = communicator(conversation.pk, user)
+    await comm.connect()
+    await comm.receive_json_from()
+    for _ in range(20):
+        await comm.send_json_to({"action": "send", "text": '/current_time {"timezone": "UTC"}'})
+        events = await collect_until_turn_ends(comm)
+        turn_id = events[-1]["id"]
+        cards = [e for e in events if e["type"] == "toolcall"]
+        assert [c["turn_id"] for c in cards] == [turn_id] * len(cards), events
+        assert cards and cards[-1]["status"] == "succeeded", events
+    await comm.disconnect()
+
+
+async def test_a_slash_command_refused_at_binding_ends_its_turn_at_once(conversation, user):
+    """Nothing runs a refused call, so the turn ends in the sending process (no worker here)."""
+    comm = communicator(conversation.pk, user)
+    await comm.connect()
+    await comm.receive_json_from()
+    await comm.send_json_to({"action": "send", "text": '/current_time {"timezone": "Nowhere/X"}'})
+    events = await collect_until_turn_ends(comm, timeout=5)
+    assert events[-1]["status"] == "failed", events
+    await comm.disconnect()
+
+
 async def test_a_chat_turn_streams_events_in_order_and_persists(
     worker, conversation, user, llm, provider
 ):
