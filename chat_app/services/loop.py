@@ -133,6 +133,10 @@ class RoundPlan:
     # The streaming message as this round last wrote it: every write to it while it streams is
     # this round's own (the reaper and a crash close it), so it is kept here, not read back.
     message: Message | None = None
+    # The turn as this round claimed it. While the round streams only the reaper ends the
+    # turn, and it closes the streaming message first: whether the turn still runs when the
+    # reply ends is told by the message's close, not by reading the turn again.
+    turn: Turn | None = None
     model: str = ""  # the model name asked for (the provider's when empty)
     # For the usage record and the trace: what started the turn, whose it is, its span; when
     # the reply's stream started, its first token arrived and it ended (time.monotonic()).
@@ -244,6 +248,7 @@ def _round_prepare(turn_id: int, *, runner: str, clients: ClientCache | None) ->
             max_retries=provider.max_retries, backoff_seconds=provider.retry_backoff_seconds
         ),
         message=message,
+        turn=turn,
         model=model or provider.model,
         source=turn.source,
         username=turn.user.get_username() if turn.user else "",
@@ -435,48 +440,54 @@ def round_complete(plan: RoundPlan, text: str, outcome: ModelReply | BaseExcepti
 
 
 def _round_complete(plan: RoundPlan, text: str, outcome: ModelReply | BaseException) -> None:
-    turn = Turn.objects.get(pk=plan.turn_id)
-    if not turn.is_running:
-        # The reaper ended it meanwhile (this runner looked dead: a long pause, a lost
-        # database connection); what it told the person stands.
-        logger.warning("turn %s ended while its reply streamed; dropping the reply", turn.pk)
-        round_record(plan, text, outcome)  # what it cost was spent all the same
-        return
+    turn = plan.turn if plan.turn is not None else Turn.objects.get(pk=plan.turn_id)
 
     # The usage record: two INSERTs, each its own commit (bench/usage_record.py measured a
-    # shared transaction, with the savepoint it needs, as dearer: more round trips).
+    # shared transaction, with the savepoint it needs, as dearer: more round trips). Written
+    # even when the turn ended meanwhile: what the round cost was spent all the same.
     def record() -> dict[str, Any]:
         return round_record(plan, text, outcome)
 
+    def close(state: str, reply: str = text, *, shown: bool = False) -> bool:
+        if _close_message(plan, reply, state=state, record=record, shown=shown):
+            return True
+        # The reaper ended the turn meanwhile (this runner looked dead: a long pause, a lost
+        # database connection), closing the reply first; what it told the person stands.
+        logger.warning("turn %s ended while its reply streamed; dropping the reply", turn.pk)
+        return False
+
     if isinstance(outcome, Stopped):
         if outcome.reason == "shutdown":
-            _close_message(plan, text, state=Message.State.ERROR, record=record)
-            turn_finish(
-                turn,
-                status=Turn.Status.FAILED,
-                error="agent runner shut down",
-                notice=gettext(RUNNER_SHUTDOWN),
-            )
-        else:
-            _close_message(plan, text, state=Message.State.CANCELLED, record=record)
+            if close(Message.State.ERROR):
+                turn_finish(
+                    turn,
+                    status=Turn.Status.FAILED,
+                    error="agent runner shut down",
+                    notice=gettext(RUNNER_SHUTDOWN),
+                )
+        elif close(Message.State.CANCELLED):
             turn_finish(turn, status=Turn.Status.CANCELLED)
         return
     if isinstance(outcome, ProviderError):
-        _close_message(plan, text, state=Message.State.ERROR, record=record)
-        turn_finish(
-            turn, status=Turn.Status.FAILED, error=outcome.message, notice=f"⚠ {outcome.message}"
-        )
+        if close(Message.State.ERROR):
+            turn_finish(
+                turn,
+                status=Turn.Status.FAILED,
+                error=outcome.message,
+                notice=f"⚠ {outcome.message}",
+            )
         return
     if isinstance(outcome, BaseException):
         logger.error("turn %s: the model round crashed", plan.turn_id, exc_info=outcome)
-        _close_message(plan, text, state=Message.State.ERROR, record=record)
-        error = f"internal error while streaming the reply: {type(outcome).__name__}: {outcome}"
-        notice = gettext("internal error while streaming the reply: %(error)s") % {
-            "error": f"{type(outcome).__name__}: {outcome}"
-        }
-        turn_finish(turn, status=Turn.Status.FAILED, error=error, notice=f"⚠ {notice}")
+        if close(Message.State.ERROR):
+            error = f"internal error while streaming the reply: {type(outcome).__name__}: {outcome}"
+            notice = gettext("internal error while streaming the reply: %(error)s") % {
+                "error": f"{type(outcome).__name__}: {outcome}"
+            }
+            turn_finish(turn, status=Turn.Status.FAILED, error=error, notice=f"⚠ {notice}")
         return
-    _close_message(plan, outcome.text, state=Message.State.COMPLETE, record=record, shown=True)
+    if not close(Message.State.COMPLETE, outcome.text, shown=True):
+        return
     requests = _tool_requests(
         outcome,
         native=plan.native,
@@ -602,16 +613,17 @@ def _close_message(
     state: str,
     record: Callable[[], dict[str, Any]] | None = None,
     shown: bool = False,
-) -> None:
+) -> bool:
     """Store the reply's end; ``record``: the round's usage record, written first (``shown``:
-    what it returns is kept on the message, for the page)."""
+    what it returns is kept on the message, for the page). False: the reply was no longer
+    streaming (the reaper closed it), so nothing was stored."""
     usage = record() if record is not None else {}
     usage = usage if shown else {}
     closed = Message.objects.filter(pk=plan.message_id, state=Message.State.STREAMING).update(
         content=text, state=state, note="", version=F("version") + 1, usage=usage
     )
     if not closed:
-        return  # closed meanwhile (the reaper): what it wrote stands
+        return False  # closed meanwhile (the reaper): what it wrote stands
     message = plan.message
     if message is None:
         message = Message.objects.get(pk=plan.message_id)
@@ -621,3 +633,4 @@ def _close_message(
         message.version += 1
     # None bound yet. Queued, not waited for: the calls' cards and the turn's end follow it.
     message_publish(message, calls=[], wait=False)
+    return True
