@@ -69,12 +69,40 @@ class TurnTree:
         return len(self.path) == len(self.order)
 
 
-def turn_tree(conversation_id: int) -> TurnTree:
+@dataclass(frozen=True)
+class Running:
+    """The conversation's running turn, as the tree's read found it."""
+
+    id: int
+    phase: str
+
+
+def turn_tree_and_running(conversation_id: int) -> tuple[TurnTree, Running | None]:
+    """The tree and the running turn (at most one runs) in one read: what sending a message
+    needs to know."""
     rows = list(
         Turn.objects.filter(conversation_id=conversation_id)
         .order_by("started_at", "id")
-        .values_list("id", "parent_id", "started_at", "chosen_at")
+        .values_list("id", "parent_id", "started_at", "chosen_at", "status", "phase")
     )
+    running = next(
+        (Running(row[0], row[5]) for row in reversed(rows) if row[4] == Turn.Status.RUNNING),
+        None,
+    )
+    return _tree([row[:4] for row in rows]), running
+
+
+def turn_tree(conversation_id: int) -> TurnTree:
+    return _tree(
+        list(
+            Turn.objects.filter(conversation_id=conversation_id)
+            .order_by("started_at", "id")
+            .values_list("id", "parent_id", "started_at", "chosen_at")
+        )
+    )
+
+
+def _tree(rows: list[tuple[Any, ...]]) -> TurnTree:
     parent: dict[int, int | None] = {row[0]: row[1] for row in rows}
     children: dict[int | None, list[int]] = {}
     for row in rows:

@@ -26,7 +26,7 @@ from chat_app.services.slash import slash_run
 from chat_app.services.titles import DEFAULT_TITLE, title_from
 from chat_app.services.uploads import clean_attachments
 from chat_app.signals import turn_finished, turn_stopping
-from chat_app.turn_tree import turn_tree
+from chat_app.turn_tree import Running, TurnTree, turn_tree, turn_tree_and_running
 from infra import access, metrics, tracing
 from infra.celery_app import app as celery_app
 from tools_app import selectors
@@ -110,14 +110,27 @@ def turn_start(
         raise TurnError(
             _("the message contains characters that cannot be stored (NUL or a lone surrogate)")
         )
-    # At most one turn of a conversation runs; one unordered query finds it.
-    running = next(iter(conversation.turns.filter(status=Turn.Status.RUNNING).order_by()[:1]), None)
+    # At most one turn of a conversation runs. A message for the model reads the tree of
+    # turns anyway (its turn's parent): one read tells both.
+    tree: TurnTree | None = None
+    if text.startswith("/"):
+        found = conversation.turns.filter(status=Turn.Status.RUNNING).order_by()[:1]
+        running = next((Running(t.pk, t.phase) for t in found), None)
+    else:
+        tree, running = turn_tree_and_running(conversation.pk)
     # A turn waiting for the person's answer goes on with this message.
     if running is not None and running.phase == Turn.Phase.CLARIFY:
-        if kind_for_conversation(conversation).resume(turn=running, text=text):
+        waiting = Turn.objects.filter(pk=running.id, status=Turn.Status.RUNNING).first()
+        if waiting is not None and kind_for_conversation(conversation).resume(
+            turn=waiting, text=text
+        ):
             conversation_touch(conversation)
-            return running
-        running = conversation.turns.filter(status=Turn.Status.RUNNING).first()
+            return waiting
+        running = next(
+            (Running(t.pk, t.phase) for t in conversation.turns.filter(status=Turn.Status.RUNNING)),
+            None,
+        )
+        tree = None  # the resume may have changed it
     if running is not None:
         raise TurnError(_("the agent is still working on the previous message; press Stop first"))
     language_changed = False
@@ -144,6 +157,7 @@ def turn_start(
             trace=trace,
             schedule_id=schedule_id,
             language_changed=language_changed,
+            tree=tree,
         )
 
 
@@ -162,6 +176,7 @@ def _turn_start(
     trace: str,
     schedule_id: int | None = None,
     language_changed: bool = False,
+    tree: TurnTree | None = None,
 ) -> Turn | None:
     if text.startswith("/"):
         slashed, dispatched = slash_run(
@@ -199,9 +214,9 @@ def _turn_start(
         heartbeat_at=timezone.now(),  # queued at
         trace_context=trace,
     )
-    # One read of the tree: the new turn's parent (the head, unless it is a branch) and the
-    # branch switcher its message shows.
-    tree = turn_tree(conversation.pk)
+    # One read of the tree (the caller's, when it read it): the new turn's parent (the head,
+    # unless it is a branch) and the branch switcher its message shows.
+    tree = tree if tree is not None else turn_tree(conversation.pk)
     if branch_of is not None:
         turn.branch_from(branch_of)
     else:

@@ -90,7 +90,9 @@ def test_a_reply_that_ends_after_the_reaper_ended_its_turn_is_dropped_but_its_co
     )
     assert reaper._end_streaming(Turn.objects.select_related("conversation").get(pk=turn.pk))
 
-    round_complete(plan, "late", ModelReply(text="late", tool_calls=[], stop_reason="stop", usage={}))
+    round_complete(
+        plan, "late", ModelReply(text="late", tool_calls=[], stop_reason="stop", usage={})
+    )
 
     turn.refresh_from_db()
     assert turn.status == Turn.Status.FAILED and turn.error.startswith("agent runner lost")

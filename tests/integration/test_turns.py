@@ -88,3 +88,32 @@ def test_stop_mid_stream_leaves_nothing_running(worker, conversation, user, llm,
     msg = Message.objects.get(turn=turn, role="assistant")
     assert msg.state == Message.State.CANCELLED
     assert not ToolCall.objects.filter(status="running").exists()
+
+
+def test_a_message_while_a_turn_runs_is_refused_and_a_turn_reads_the_tree_once(conversation, user):
+    """One read of the conversation's turns tells sending a message both whether one runs
+    and where the new turn goes (its parent); a second message, chat or command, is refused
+    while the first runs."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from chat_app.services.turns import TurnError
+
+    # Running its tools: no runner or worker of the session takes it meanwhile.
+    first = Turn.objects.create(conversation=conversation, user=user, phase=Turn.Phase.TOOLS)
+    with CaptureQueriesContext(connection) as seen:
+        for text in ("second", '/current_time {"timezone": "UTC"}'):
+            with pytest.raises(TurnError, match="still working on the previous message"):
+                turn_start(conversation=conversation, user_id=user.pk, text=text)
+    turn_reads = [q["sql"] for q in seen.captured_queries if '"chat_app_turn"' in q["sql"]]
+    assert len(turn_reads) == 2, turn_reads  # one per message, nothing written
+    Turn.objects.filter(pk=first.pk).update(status=Turn.Status.SUCCEEDED)
+    with CaptureQueriesContext(connection) as seen:
+        second = turn_start(conversation=conversation, user_id=user.pk, text="second")
+    reads = [
+        q["sql"]
+        for q in seen.captured_queries
+        if q["sql"].startswith("SELECT") and '"chat_app_turn"' in q["sql"]
+    ]
+    assert len(reads) == 1, reads
+    assert second.parent_id == first.pk
