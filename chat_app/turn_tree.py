@@ -89,7 +89,7 @@ def turn_tree_and_running(conversation_id: int) -> tuple[TurnTree, Running | Non
         (Running(row[0], row[5]) for row in reversed(rows) if row[4] == Turn.Status.RUNNING),
         None,
     )
-    return _tree([row[:4] for row in rows]), running
+    return _tree(rows), running  # it reads the first four columns
 
 
 def turn_tree(conversation_id: int) -> TurnTree:
@@ -111,7 +111,9 @@ def _tree(rows: list[tuple[Any, ...]]) -> TurnTree:
     if rows:
         head = max(rows, key=lambda r: (r[3] or r[2], r[0]))[0]  # as turn_head_id
         node: int | None = head
-        while node is not None and node not in path:
+        seen: set[int] = set()  # a list's `in` made a long conversation's walk quadratic
+        while node is not None and node not in seen:
+            seen.add(node)
             path.append(node)
             node = parent.get(node)
         path.reverse()
