@@ -65,6 +65,8 @@ def conversation_for_viewer(user: Any, conversation_id: int) -> Conversation | N
 def shown_messages(conversation_id: int, messages: list[Message]) -> list[Message]:
     """``messages`` (of the conversation, in order) on the shown path, each user message of a
     turn with siblings carrying ``branch`` (a BranchInfo) for the switcher."""
+    if not any(message.turn_id is not None for message in messages):
+        return messages  # no turn (a new conversation): every message is on the path
     tree = turn_tree(conversation_id)
     on_path = set(tree.path)
     shown = []

@@ -136,3 +136,27 @@ def test_without_a_secret_key_processes_sharing_var_share_a_generated_one(tmp_pa
     assert len(keys) == 1 and len(keys.pop()) >= 50
     assert (tmp_path / "secret_key").stat().st_mode & 0o777 == 0o600
     assert not list(tmp_path.glob(".secret_key.*"))
+
+
+def test_a_new_conversations_page_and_snapshot_do_not_read_the_turn_tree(client, user, db):
+    """A conversation without turns has one path: the tree (branches) is not read for it; once
+    it has a turn, the page reads it."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from chat_app.models import Conversation, Message, Turn
+    from chat_app.selectors import conversation_snapshot
+
+    conversation = Conversation.objects.create(owner=user, title="New")
+    client.force_login(user)
+
+    def tree_reads() -> int:
+        with CaptureQueriesContext(connection) as seen:
+            assert client.get(f"/c/{conversation.pk}/").status_code == 200
+            conversation_snapshot(conversation)
+        return sum('"chat_app_turn"."chosen_at" AS' in q["sql"] for q in seen.captured_queries)
+
+    assert tree_reads() == 0
+    turn = Turn.objects.create(conversation=conversation, user=user, status=Turn.Status.SUCCEEDED)
+    Message.objects.create(conversation=conversation, turn=turn, role="user", content="hi")
+    assert tree_reads() == 2
