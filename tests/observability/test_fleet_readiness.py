@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from chat_app.models import ProcessBeat, Provider
-from tests.e2e.conftest import run_app_server
+from tests.e2e.conftest import _SERVERS, run_app_server
 from tests.helpers import wait_for
 from tests.observability.test_readiness import probe
 
@@ -82,16 +82,13 @@ def test_it_refuses_the_host_whose_key_differs(transactional_db):
 def test_it_registers_each_process_with_fingerprints_not_keys(transactional_db):
     from django.conf import settings
 
-    # Other app servers of the session (the e2e tests', the shared ones) may be registered
-    # on this database too: the one to look at is the row that was not there before.
-    before = set(ProcessBeat.objects.values_list("name", flat=True))
-
-    def new_beats() -> list[ProcessBeat]:
-        return list(ProcessBeat.objects.filter(kind="web").exclude(name__in=before))
-
-    with run_app_server("--no-beat", log_name="test-fleet-a.log"):
-        wait_for(lambda: len(new_beats()) == 1, timeout=20, message="the server to register")
-        [beat] = new_beats()
+    # Other app servers of the session (the e2e tests', the shared ones) are registered on
+    # this database too, their rows written again after each test's flush: the one to look
+    # at is named by this server's process id (``kind@host:pid:random``).
+    with run_app_server("--no-beat", log_name="test-fleet-a.log") as url:
+        mine = ProcessBeat.objects.filter(kind="web", name__contains=f":{_SERVERS[url].pid}:")
+        wait_for(mine.exists, timeout=20, message="the server to register")
+        beat = mine.get()
         assert settings.SECRET_KEY not in (beat.secret_key_id + beat.secrets_key_ids)
         assert len(beat.secret_key_id) == 16 and beat.host
         markers = Path(settings.WORKSPACES_DIR) / ".cc-hosts"
