@@ -51,13 +51,14 @@ def test_a_link_to_a_victim_is_blocked_when_clicked(browser, site, victim):
 
 def test_subresources_of_every_kind_are_blocked(browser, site, victim, other):
     result = browser.ok("browser_open", url=site.url("/subresources"))
-    browser.ok("browser_wait", milliseconds=500)  # let fetches, beacons and the worker fire
+    # Let fetches, beacons and the worker fire; what is refused meanwhile comes with this call.
+    waited = browser.ok("browser_wait", milliseconds=500)
     assert result["title"] == "Subresources"  # the page's script ran
     assert "/pixel.gif" in site.paths()  # and its own image loaded
     blocked = " ".join(_blocked_urls(result))
     for origin in (victim.origin, other.origin, "http://169.254.169.254"):
         assert origin + "/img.png" in blocked or result.get("blocked_requests_total", 0) > 20
-    kinds = {b["kind"] for b in result["blocked_requests"]}
+    kinds = {b["kind"] for r in (result, waited) for b in r.get("blocked_requests", [])}
     assert {"image", "script", "stylesheet", "frame"} <= kinds, kinds
     victim.assert_untouched()
     other.assert_untouched()
@@ -213,3 +214,21 @@ async def _socks_connect(port, host, target_port):
     reply, _reader, writer = await _socks_open(port, host, target_port)
     writer.close()
     return reply
+
+
+def test_past_the_listed_twenty_each_new_kind_of_blocked_request_is_still_listed():
+    """A page's many blocked images must not hide its blocked frame from the model and the
+    card (the list used to stop at twenty, so which kinds showed depended on load order)."""
+    from tools_app.executors.browser.session import MAX_NOTES, CallTrace
+
+    emitted: list[str] = []
+    trace = CallTrace(emit=emitted.append)
+    for i in range(MAX_NOTES + 5):
+        trace.block(f"http://victim.test/{i}.png", "not allowed", "image")
+    trace.block("http://victim.test/frame", "not allowed", "frame")
+    trace.block("http://victim.test/frame2", "not allowed", "frame")
+    summary = trace.summary()
+    kinds = [b["kind"] for b in summary["blocked_requests"]]
+    assert kinds == ["image"] * MAX_NOTES + ["frame"]
+    assert summary["blocked_requests_total"] == MAX_NOTES + 7
+    assert len(emitted) == MAX_NOTES + 1

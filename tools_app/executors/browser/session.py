@@ -51,8 +51,11 @@ class CallTrace:
     started: float = field(default_factory=time.monotonic)
 
     def block(self, url: str, reason: str, kind: str) -> None:
+        """Listed up to ``MAX_NOTES``, and past that the first of each kind not yet listed
+        (a page's twenty blocked images must not hide its blocked frame); the rest is counted
+        (``blocked_requests_total``)."""
         self.blocked_count += 1
-        if len(self.blocked) < MAX_NOTES:
+        if len(self.blocked) < MAX_NOTES or all(b["kind"] != kind for b in self.blocked):
             self.blocked.append({"url": url[:300], "kind": kind, "reason": reason})
             self.emit(f"blocked {kind} {url[:200]}: {reason}\n")
 
