@@ -77,29 +77,28 @@ class Running:
     phase: str
 
 
+def _rows(conversation_id: int, *extra: str) -> list[tuple[Any, ...]]:
+    fields = ("id", "parent_id", "started_at", "chosen_at", *extra)  # _tree reads the first four
+    return list(
+        Turn.objects.filter(conversation_id=conversation_id)
+        .order_by("started_at", "id")
+        .values_list(*fields)
+    )
+
+
 def turn_tree_and_running(conversation_id: int) -> tuple[TurnTree, Running | None]:
     """The tree and the running turn (at most one runs) in one read: what sending a message
     needs to know."""
-    rows = list(
-        Turn.objects.filter(conversation_id=conversation_id)
-        .order_by("started_at", "id")
-        .values_list("id", "parent_id", "started_at", "chosen_at", "status", "phase")
-    )
+    rows = _rows(conversation_id, "status", "phase")
     running = next(
         (Running(row[0], row[5]) for row in reversed(rows) if row[4] == Turn.Status.RUNNING),
         None,
     )
-    return _tree(rows), running  # it reads the first four columns
+    return _tree(rows), running
 
 
 def turn_tree(conversation_id: int) -> TurnTree:
-    return _tree(
-        list(
-            Turn.objects.filter(conversation_id=conversation_id)
-            .order_by("started_at", "id")
-            .values_list("id", "parent_id", "started_at", "chosen_at")
-        )
-    )
+    return _tree(_rows(conversation_id))
 
 
 def _tree(rows: list[tuple[Any, ...]]) -> TurnTree:

@@ -114,8 +114,7 @@ def turn_start(
     # turns anyway (its turn's parent): one read tells both.
     tree: TurnTree | None = None
     if text.startswith("/"):
-        found = conversation.turns.filter(status=Turn.Status.RUNNING).order_by()[:1]
-        running = next((Running(t.pk, t.phase) for t in found), None)
+        running = _running(conversation)
     else:
         tree, running = turn_tree_and_running(conversation.pk)
     # A turn waiting for the person's answer goes on with this message.
@@ -126,10 +125,7 @@ def turn_start(
         ):
             conversation_touch(conversation)
             return waiting
-        running = next(
-            (Running(t.pk, t.phase) for t in conversation.turns.filter(status=Turn.Status.RUNNING)),
-            None,
-        )
+        running = _running(conversation)
         tree = None  # the resume may have changed it
     if running is not None:
         raise TurnError(_("the agent is still working on the previous message; press Stop first"))
@@ -159,6 +155,12 @@ def turn_start(
             language_changed=language_changed,
             tree=tree,
         )
+
+
+def _running(conversation: Conversation) -> Running | None:
+    """The conversation's running turn (one unordered query), when the tree is not read."""
+    found = conversation.turns.filter(status=Turn.Status.RUNNING).order_by()[:1]
+    return next((Running(t.pk, t.phase) for t in found), None)
 
 
 def _turn_start(
