@@ -11,6 +11,7 @@ from chat_app.agent_kinds import turn_plan_html
 from chat_app.models import Conversation, Message, Turn
 from chat_app.turn_tree import BranchInfo, TurnTree, turn_tree  # noqa: F401  (re-exported)
 from infra import access
+from infra.prepared import Prepared
 from tools_app.models import ToolCall
 
 
@@ -43,8 +44,18 @@ def archived_conversations(user: Any) -> QuerySet[Conversation]:
     return conversations_for(user).filter(archived_at__isnull=False)
 
 
+# The page and the websocket read these on every load: compiled once (infra.prepared).
+_OWN = Prepared(
+    lambda owner_id, pk: Conversation.objects.filter(owner_id=owner_id, pk=pk).order_by("pk")[:1],
+    owner_id=int,
+    pk=int,
+)
+
+
 def conversation_for(user: Any, conversation_id: int) -> Conversation | None:
-    return conversations_for(user).filter(pk=conversation_id).first()
+    if getattr(user, "pk", None) is None:
+        return None
+    return _OWN.one(owner_id=user.pk, pk=conversation_id)
 
 
 def may_read_others_conversations(user: Any) -> bool:
@@ -94,15 +105,21 @@ def running_turn(conversation: Conversation) -> Turn | None:
     return conversation.turns.filter(status=Turn.Status.RUNNING).order_by("-id").first()
 
 
+def _turn_state(conversation_id: int) -> QuerySet[Turn]:
+    latest_id = Turn.objects.filter(conversation_id=conversation_id).order_by("-id").values("pk")
+    return Turn.objects.filter(
+        Q(status=Turn.Status.RUNNING) | Q(pk=Subquery(latest_id[:1])),
+        conversation_id=conversation_id,
+    ).order_by("-id")
+
+
+_TURN_STATE = Prepared(_turn_state, conversation_id=int)
+
+
 def turn_state(conversation: Conversation) -> tuple[Turn | None, Turn | None]:
     """(the running turn, the latest turn) in one read: what the page and the websocket's
     snapshot show (the spinner, the plan checklist)."""
-    latest_id = conversation.turns.order_by("-id").values("pk")[:1]
-    turns = list(
-        conversation.turns.filter(
-            Q(status=Turn.Status.RUNNING) | Q(pk=Subquery(latest_id))
-        ).order_by("-id")
-    )
+    turns = _TURN_STATE.rows(conversation_id=conversation.pk)
     running = next((t for t in turns if t.status == Turn.Status.RUNNING), None)
     return running, (turns[0] if turns else None)
 

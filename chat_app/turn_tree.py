@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chat_app.models import Turn
+from infra.prepared import Prepared
 
 
 @dataclass(frozen=True)
@@ -77,19 +78,30 @@ class Running:
     phase: str
 
 
-def _rows(conversation_id: int, *extra: str) -> list[tuple[Any, ...]]:
+def _rows_query(conversation_id: int, *extra: str) -> Any:
     fields = ("id", "parent_id", "started_at", "chosen_at", *extra)  # _tree reads the first four
-    return list(
+    return (
         Turn.objects.filter(conversation_id=conversation_id)
         .order_by("started_at", "id")
         .values_list(*fields)
     )
 
 
+# Every message sent and every model round reads the tree: compiled once (infra.prepared).
+_ROWS = Prepared(_rows_query, conversation_id=int)
+_ROWS_RUNNING = Prepared(
+    lambda conversation_id: _rows_query(conversation_id, "status", "phase"), conversation_id=int
+)
+
+
+def _rows(conversation_id: int) -> list[tuple[Any, ...]]:
+    return list(_ROWS.rows(conversation_id=conversation_id))
+
+
 def turn_tree_and_running(conversation_id: int) -> tuple[TurnTree, Running | None]:
     """The tree and the running turn (at most one runs) in one read: what sending a message
     needs to know."""
-    rows = _rows(conversation_id, "status", "phase")
+    rows = _ROWS_RUNNING.rows(conversation_id=conversation_id)
     running = next(
         (Running(row[0], row[5]) for row in reversed(rows) if row[4] == Turn.Status.RUNNING),
         None,

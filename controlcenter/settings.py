@@ -481,6 +481,9 @@ SERVE_MALLOC_ARENAS = envint("SERVE_MALLOC_ARENAS", 2, minimum=0)
 # is done is frozen out of full collections; GC_THRESHOLD > 0 sets generation 0's threshold.
 GC_FREEZE = envbool("GC_FREEZE", True)
 GC_THRESHOLD = envint("GC_THRESHOLD", 0, minimum=0)
+# The statements compiled once per process (infra.prepared) also compiled through the ORM on
+# every call and compared: the test suite's check that they run what the ORM would.
+PREPARED_VERIFY = envbool("PREPARED_VERIFY", False)
 WORKSPACES_DIR = envpath("WORKSPACES_DIR", VAR_DIR / "workspaces")
 MEDIA_DIR = VAR_DIR / "media"
 # Platform tools (issue 10): skills shared by every conversation (<dir>/<skill>/SKILL.md),

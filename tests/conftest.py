@@ -33,6 +33,10 @@ collect_ignore = [] if os.environ.get("CC_FLEET") == "1" else ["fleet"]
 
 ROOT = Path(__file__).resolve().parent.parent
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync API + ORM
+# Every statement compiled once per process (infra.prepared) is compared with the ORM's own
+# compilation on each call, here and in the servers and workers the tests start.
+os.environ.setdefault("PREPARED_VERIFY", "true")
+settings.PREPARED_VERIFY = os.environ["PREPARED_VERIFY"] == "true"
 
 # This process's own PostgreSQL sessions, by name: a test that plays a database failover
 # terminates every session but these (``TERMINATE_OTHER_CLIENTS``). The threads of this process (the

@@ -22,6 +22,7 @@ from chat_app.models import Conversation, Message
 from chat_app.providers import ChatMessage, ImagePart, ToolCallRequest
 from chat_app.selectors import turn_tree
 from chat_app.services import uploads
+from infra.prepared import Prepared
 from tools_app import selectors
 from tools_app.models import ToolCall
 from tools_app.untrusted import marker_id, untrusted
@@ -48,6 +49,27 @@ def call_request_id(call: ToolCall) -> str:
     return call.call_id or f"call_{call.pk}"
 
 
+def _messages(conversation_id: int) -> Any:
+    return (
+        Message.objects.filter(conversation_id=conversation_id)
+        .exclude(role=Message.Role.NOTICE)
+        .only(*_MESSAGE_FIELDS)
+        .order_by("created_at", "id")
+    )
+
+
+# Every model round reads these: compiled once per process (infra.prepared).
+_MESSAGES = Prepared(_messages, conversation_id=int)
+_CALLS = Prepared(
+    lambda conversation_id: (
+        ToolCall.objects.filter(conversation_id=conversation_id, message_id__isnull=False)
+        .only(*_CALL_FIELDS)
+        .order_by()
+    ),
+    conversation_id=int,
+)
+
+
 def build_history(
     conversation: Conversation,
     *,
@@ -63,20 +85,17 @@ def build_history(
     # Every model round runs this: only the columns the history needs, and the calls in one
     # unordered query grouped here (Django's prefetch machinery and an ORDER BY over
     # ToolCall's many columns cost more Python than the queries take).
-    found = Message.objects.filter(conversation=conversation).exclude(role=Message.Role.NOTICE)
     # Only the shown branch (an edited or regenerated message left the others behind); the
     # messages of no turn (a subagent's answer) belong to every branch.
     tree = turn_tree(conversation.pk)
-    if not tree.is_linear():
-        found = found.filter(Q(turn_id__in=tree.path) | Q(turn__isnull=True))
-    messages = list(found.only(*_MESSAGE_FIELDS).order_by("created_at", "id"))
+    if tree.is_linear():
+        messages = _MESSAGES.rows(conversation_id=conversation.pk)
+    else:
+        found = _messages(conversation.pk).filter(Q(turn_id__in=tree.path) | Q(turn__isnull=True))
+        messages = list(found)
     by_message: dict[int, list[ToolCall]] = {}
-    for call in (
-        ToolCall.objects.filter(conversation=conversation, message_id__isnull=False)
-        .only(*_CALL_FIELDS)
-        .order_by()
-    ):
-        by_message.setdefault(call.message_id, []).append(call)  # type: ignore[arg-type]
+    for call in _CALLS.rows(conversation_id=conversation.pk):
+        by_message.setdefault(call.message_id, []).append(call)
     out: list[ChatMessage] = []
     latest_calls = next(
         (

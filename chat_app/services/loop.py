@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import logging
 import time
 from collections.abc import Callable
@@ -62,6 +63,7 @@ from chat_app.services.tool_specs import tool_specs
 from chat_app.services.turns import conversation_language, turn_advance, turn_finish
 from chat_app.services.usage import round_gate, round_record
 from infra import tracing
+from infra.prepared import Prepared
 from tools_app import selectors
 from tools_app.events import toolcall_publish
 from tools_app.models import ToolCall
@@ -157,6 +159,50 @@ class RoundPlan:
 # --- 1. prepare (a database thread) ------------------------------------------------------
 
 
+# The statements every round runs, compiled once per process (infra.prepared).
+_CLAIM = Prepared(
+    lambda pk, runner, now: (
+        Turn.objects.filter(pk=pk, status=Turn.Status.RUNNING, phase=Turn.Phase.MODEL),
+        {"phase": Turn.Phase.STREAMING, "runner": runner, "heartbeat_at": now},
+    ),
+    pk=int,
+    runner=str,
+    now=dt.datetime,
+)
+_CLAIMED = Prepared(
+    lambda pk: Turn.objects.select_related("conversation", "user").filter(pk=pk).order_by(),
+    pk=int,
+)
+_CLOSE = Prepared(
+    lambda pk, content, state, usage: (
+        Message.objects.filter(pk=pk, state=Message.State.STREAMING),
+        {
+            "content": content,
+            "state": state,
+            "note": "",
+            "version": F("version") + 1,
+            "usage": usage,
+        },
+    ),
+    pk=int,
+    content=str,
+    state=str,
+    usage=dict,
+)
+_TO_TOOLS = Prepared(
+    lambda pk: (
+        Turn.objects.filter(
+            pk=pk,
+            status=Turn.Status.RUNNING,
+            phase=Turn.Phase.STREAMING,
+            cancel_requested=False,
+        ),
+        {"phase": Turn.Phase.TOOLS, "round": F("round") + 1},
+    ),
+    pk=int,
+)
+
+
 def round_prepare(
     turn_id: int, *, runner: str, clients: ClientCache | None = None
 ) -> RoundPlan | None:
@@ -168,12 +214,12 @@ def round_prepare(
 
 
 def _round_prepare(turn_id: int, *, runner: str, clients: ClientCache | None) -> RoundPlan | None:
-    claimed = Turn.objects.filter(
-        pk=turn_id, status=Turn.Status.RUNNING, phase=Turn.Phase.MODEL
-    ).update(phase=Turn.Phase.STREAMING, runner=runner, heartbeat_at=timezone.now())
+    claimed = _CLAIM.update(pk=turn_id, runner=runner, now=timezone.now())
     if not claimed:  # finished, stopped, or already taken by another runner
         return None
-    turn = Turn.objects.select_related("conversation", "user").get(pk=turn_id)
+    turn = _CLAIMED.one(pk=turn_id)
+    if turn is None:
+        raise Turn.DoesNotExist(f"turn {turn_id} is gone")
     language = conversation_language(turn.conversation)
     translation.activate(language)  # its notices are written in it
     if turn.cancel_requested:
@@ -580,12 +626,7 @@ def _bind_and_dispatch(plan: RoundPlan, requests: list[CallRequest]) -> None:
     calls: list[Any] = []
     dispatched = False
     with transaction.atomic():
-        moved = Turn.objects.filter(
-            pk=plan.turn_id,
-            status=Turn.Status.RUNNING,
-            phase=Turn.Phase.STREAMING,
-            cancel_requested=False,
-        ).update(phase=Turn.Phase.TOOLS, round=F("round") + 1)
+        moved = _TO_TOOLS.update(pk=plan.turn_id)
         for one in checked if moved else ():
             call = toolcall_store(one, limits=limits, unavailable=plan.offer.unavailable)
             plan.offer.bound(call)
@@ -619,9 +660,7 @@ def _close_message(
     streaming (the reaper closed it), so nothing was stored."""
     usage = record() if record is not None else {}
     usage = usage if shown else {}
-    closed = Message.objects.filter(pk=plan.message_id, state=Message.State.STREAMING).update(
-        content=text, state=state, note="", version=F("version") + 1, usage=usage
-    )
+    closed = _CLOSE.update(pk=plan.message_id, content=text, state=state, usage=usage)
     if not closed:
         return False  # closed meanwhile (the reaper): what it wrote stands
     message = plan.message

@@ -27,6 +27,7 @@ from chat_app.agent_kinds.tool_names import AGENT_GROUP, TOOL_SEARCH
 from chat_app.models import Agent, Turn
 from chat_app.services.tool_specs import one_line, tool_specs_chars
 from chat_app.services.usage import CHARS_PER_TOKEN
+from infra.prepared import Prepared
 from tools_app.i18n import text_in
 from tools_app.models import ToolCall
 from tools_app.registry import GROUPS, BaseTool
@@ -81,15 +82,21 @@ def always_on(agent: Agent, offer: RoundOffer) -> set[str]:
     return names
 
 
+# Every round after a turn's first runs it: compiled once per process (infra.prepared).
+_SEARCHES = Prepared(
+    lambda turn_id: ToolCall.objects.filter(
+        turn_id=turn_id, tool=TOOL_SEARCH, status=ToolCall.Status.SUCCEEDED
+    ).values_list("result", flat=True),
+    turn_id=int,
+)
+
+
 def turn_loaded(turn_id: int | None) -> set[str]:
     """The tools this turn's tool_search calls loaded."""
     if turn_id is None:
         return set()
     loaded: set[str] = set()
-    results = ToolCall.objects.filter(
-        turn_id=turn_id, tool=TOOL_SEARCH, status=ToolCall.Status.SUCCEEDED
-    ).values_list("result", flat=True)
-    for result in results:
+    for result in _SEARCHES.rows(turn_id=turn_id):
         if isinstance(result, dict) and isinstance(result.get("loaded"), list):
             loaded.update(str(name) for name in result["loaded"])
     return loaded

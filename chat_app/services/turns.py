@@ -8,6 +8,7 @@ Every transition is a conditional UPDATE, so concurrent finishers cannot run a r
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -29,6 +30,7 @@ from chat_app.signals import turn_finished, turn_stopping
 from chat_app.turn_tree import Running, TurnTree, turn_tree, turn_tree_and_running
 from infra import access, metrics, tracing
 from infra.celery_app import app as celery_app
+from infra.prepared import Prepared
 from tools_app import selectors
 from tools_app.models import ToolCall
 from tools_app.services.execution import toolcall_cancel
@@ -274,13 +276,23 @@ def conversation_touch(
     return "title" in fields
 
 
+_FINISH = Prepared(
+    lambda pk, status, finished_at, error: (
+        Turn.objects.filter(pk=pk, status=Turn.Status.RUNNING),
+        {"status": status, "phase": Turn.Phase.DONE, "finished_at": finished_at, "error": error},
+    ),
+    pk=int,
+    status=str,
+    finished_at=dt.datetime,
+    error=str,
+)
+
+
 def turn_finish(turn: Turn, *, status: str, error: str = "", notice: str = "") -> bool:
     """Finish a running turn exactly once; optionally leave a notice for the person."""
     finished_at = timezone.now()
     with transaction.atomic():
-        done = Turn.objects.filter(pk=turn.pk, status=Turn.Status.RUNNING).update(
-            status=status, phase=Turn.Phase.DONE, finished_at=finished_at, error=error
-        )
+        done = _FINISH.update(pk=turn.pk, status=status, finished_at=finished_at, error=error)
         if not done:
             return False
         message = None
@@ -387,24 +399,33 @@ def _back_to_model(turn_id: int) -> bool:
     """The common case of turn_advance in one conditional UPDATE: a chat turn, not stopped,
     none of whose calls is unfinished or a successful final_answer, goes back to the model.
     When calls finish together, only the UPDATE that matches advances the turn."""
-    holding = ToolCall.objects.filter(turn_id=turn_id).filter(
+    return _BACK_TO_MODEL.update(pk=turn_id, now=timezone.now()) > 0
+
+
+def _back_to_model_query(pk: int, now: dt.datetime) -> tuple[Any, dict[str, Any]]:
+    holding = ToolCall.objects.filter(turn_id=pk).filter(
         ~Q(status__in=ToolCall.TERMINAL) | Q(tool=FINAL_ANSWER, status=ToolCall.Status.SUCCEEDED)
     )
-    advanced = Turn.objects.filter(
+    return Turn.objects.filter(
         ~Exists(holding),
-        pk=turn_id,
+        pk=pk,
         status=Turn.Status.RUNNING,
         phase=Turn.Phase.TOOLS,
         kind=Turn.Kind.CHAT,
         cancel_requested=False,
-    ).update(phase=Turn.Phase.MODEL, heartbeat_at=timezone.now(), requeued=0)
-    return advanced > 0
+    ), {"phase": Turn.Phase.MODEL, "heartbeat_at": now, "requeued": 0}
+
+
+# Every finished call of a model's round runs it: compiled once per process (infra.prepared).
+_BACK_TO_MODEL = Prepared(_back_to_model_query, pk=int, now=dt.datetime)
+
+
+# Unordered: every message sent runs this, and an ORDER BY costs Django more than the query.
+_CONVERSATION = Prepared(lambda pk: Conversation.objects.filter(pk=pk).order_by()[:1], pk=int)
 
 
 def _owned_conversation(user: Any, conversation_id: int) -> Conversation:
-    # Unordered: every message sent runs this, and an ORDER BY costs Django more than the query.
-    found = Conversation.objects.filter(pk=conversation_id).order_by()[:1]
-    conversation = next(iter(found), None)
+    conversation = _CONVERSATION.one(pk=conversation_id)
     # Sending, stopping, editing: the owner only (an auditor reads, never acts). Someone
     # else's conversation answers as one that does not exist.
     if conversation is None or not access.conversation_changeable(

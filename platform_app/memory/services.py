@@ -20,6 +20,7 @@ from django.db import connection, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from infra.prepared import Prepared
 from platform_app.memory import fulltext, vectors
 from platform_app.memory.chunking import chunk_text
 from platform_app.memory.embedders import Embedder, embedder_for
@@ -266,12 +267,21 @@ def memory_backfill(*, settings: object, batch: int = 64) -> int:
 SECTIONS = tuple(CoreMemoryEntry.Section.values)
 
 
+# Every model round reads this: three columns, sorted here, compiled once per process
+# (infra.prepared).
+_CORE = Prepared(
+    lambda user_id: (
+        CoreMemoryEntry.objects.filter(user_id=user_id)
+        .order_by()
+        .values_list("section", "key", "value")
+    ),
+    user_id=int,
+)
+
+
 def _core(user_id: int) -> dict[str, dict[str, str]]:
     out: dict[str, dict[str, str]] = {s: {} for s in SECTIONS}
-    # Every model round reads this: three columns, sorted here (an ORDER BY costs Django's
-    # compiler more than the query).
-    rows = CoreMemoryEntry.objects.filter(user_id=user_id).order_by()
-    for section, key, value in sorted(rows.values_list("section", "key", "value")):
+    for section, key, value in sorted(_CORE.rows(user_id=user_id)):
         out.setdefault(section, {})[key] = value
     return out
 

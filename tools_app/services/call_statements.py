@@ -1,7 +1,8 @@
 """The statements every tool call runs, written out: its claim and its end on the worker, and
 the read of the tool configuration's token that binding and the worker each make.
 
-Everything else in the project goes through the ORM. The claim and the end stay SQL because of an
+Everything else goes through the ORM (the chat's hot reads and updates compiled once per process
+by it: ``infra/prepared.py``). The claim and the end stay SQL because of an
 A/B in one ``make bench`` run (50 conversations at once, 2-core host, 2026-11-25):
 with the ORM versions the tools worker's CPU per turn doubled (4.2–4.8 → 8.6–9.0 ms,
 distributed) and embedded CPU per turn rose 12–15 %, beyond the run-to-run spread; alone, one
