@@ -22,12 +22,22 @@ def conversations_for(user: Any) -> QuerySet[Conversation]:
 SIDEBAR_LIMIT = 300
 
 
+_SIDEBAR = Prepared(
+    lambda owner_id, source: Conversation.objects.filter(
+        owner_id=owner_id, archived_at__isnull=True, source=source
+    ).only("id", "title", "pinned_at", "updated_at")[:SIDEBAR_LIMIT],
+    owner_id=int,
+    source=str,
+)
+
+
 def sidebar_conversations(user: Any, source: str = Conversation.Source.CHAT) -> list[Conversation]:
     """The owner's conversations from ``source`` (the chat, or the API: the sidebar's two
     lists) that are not archived, most recent first (pinned ones too: the sidebar puts them
     on top)."""
-    mine = conversations_for(user).filter(archived_at__isnull=True, source=source)
-    return list(mine.only("id", "title", "pinned_at", "updated_at")[:SIDEBAR_LIMIT])
+    if getattr(user, "pk", None) is None:
+        return []
+    return _SIDEBAR.rows(owner_id=user.pk, source=source)
 
 
 def has_api_conversations(user: Any) -> bool:

@@ -7,7 +7,18 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.utils.translation import gettext as _
 
+from infra.prepared import Prepared
 from platform_app.models import UserPreferences
+
+# Every page and websocket reads it (compiled once per process: infra.prepared).
+_PREFERENCES = Prepared(
+    lambda user_id: (
+        UserPreferences.objects.filter(user_id=user_id)
+        .values_list("theme", "language")
+        .order_by("pk")[:1]
+    ),
+    user_id=int,
+)
 
 
 def preferences_get(*, user: AbstractBaseUser | AnonymousUser) -> tuple[str, str]:
@@ -15,7 +26,7 @@ def preferences_get(*, user: AbstractBaseUser | AnonymousUser) -> tuple[str, str
     chosen (or is signed out). "" as the language: follow the browser."""
     if not user.is_authenticated:
         return UserPreferences.Theme.SYSTEM, ""
-    row = UserPreferences.objects.filter(user_id=user.pk).values_list("theme", "language").first()
+    row = _PREFERENCES.one(user_id=user.pk)
     if row is None:
         return UserPreferences.Theme.SYSTEM, ""
     return row[0] or UserPreferences.Theme.SYSTEM, row[1]

@@ -213,6 +213,8 @@ MODULES = (
     "chat_app.services.history",
     "chat_app.services.tool_offer",
     "platform_app.memory.services",
+    "platform_app.preferences.services",
+    "tools_app.services.approval",
 )
 
 

@@ -35,6 +35,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from pydantic import ValidationError
 
+from infra.prepared import Prepared
 from tools_app import selectors
 from tools_app.errors import PolicyDenied, ToolError
 from tools_app.events import toolcall_publish
@@ -486,6 +487,21 @@ def approver_group_ids() -> frozenset[int]:
     return selectors.config_memo(("approver groups",), build)
 
 
+# Every page runs it (compiled once per process: infra.prepared).
+_WAITING = Prepared(
+    lambda user_id: (
+        ToolCall.objects.filter(
+            status=ToolCall.Status.AWAITING_APPROVAL,
+            approval_mode=ToolFunctionConfig.ApprovalMode.APPROVER,
+        )
+        .exclude(user_id=user_id)
+        .select_related("user", "conversation")
+        .order_by("created_at", "pk")
+    ),
+    user_id=int,
+)
+
+
 def approvals_for(user: Any, group_ids: set[int] | None = None) -> list[ToolCall]:
     """The calls waiting for an approver that this person may decide, oldest first.
     ``group_ids``: ``decider_group_ids(user)``, when the caller has it."""
@@ -493,15 +509,7 @@ def approvals_for(user: Any, group_ids: set[int] | None = None) -> list[ToolCall
         return []
     # Every page asks (the top bar's badge), and usually nothing waits: one plain read then,
     # and this person's own approvals only when there are calls to sift.
-    waiting = list(
-        ToolCall.objects.filter(
-            status=ToolCall.Status.AWAITING_APPROVAL,
-            approval_mode=ToolFunctionConfig.ApprovalMode.APPROVER,
-        )
-        .exclude(user_id=user.pk)
-        .select_related("user", "conversation")
-        .order_by("created_at", "pk")
-    )
+    waiting = _WAITING.rows(user_id=user.pk)
     if not waiting:
         return []
     approved = set(  # approved already: it waits for someone else
