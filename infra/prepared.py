@@ -157,7 +157,7 @@ class Prepared:
                 return None  # None, a subclass, a str for an int: the ORM as written
             # An int no integer column holds: the ORM answers it with no rows (Django's
             # integer range check), where the database would refuse the parameter.
-            if kind is int and not INT_MIN <= value <= INT_MAX:
+            if isinstance(value, int) and not INT_MIN <= value <= INT_MAX:
                 return None
         connection = connections["default"]
         key = (connection.vendor, connection.settings_dict.get("NAME") or "")
