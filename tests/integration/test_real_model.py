@@ -229,23 +229,21 @@ def _calls(turn: Turn) -> list[ToolCall]:
     return list(ToolCall.objects.filter(turn=turn).order_by("pk"))
 
 
-# What the grammar leaves to the model is whether to call at all: SmolLM2-135M, sampling,
-# writes a call in about half to five in six of its replies to these prompts (measured). A
-# test gives it three fresh conversations and needs one to go the whole way. A try is
-# usually 10-20 s; a reply in prose can run on for a minute or more (nothing caps its length).
+# What the grammar leaves to the model is whether to call at all. Sampling, SmolLM2-135M wrote
+# a call in half to five in six of its replies to this prompt, and the server's one seed is
+# shared by every request of the module, so the draw depended on the tests before it: CI once
+# drew prose three times running. Temperature 0 (the provider's setting): the same request
+# gets the same reply in every run, whatever ran before; the longest reply is capped, as a
+# prose reply from this model can run for minutes. Greedy, the old wording ("What time is it
+# in UTC? Call the current_time tool.") drew prose every time; of five others tried, two drew a
+# call that runs, and the test uses one of them.
 TOOL_USER = "You are an agent. Use your tools to answer; call a tool before you answer."
-TRIES = 3
 
 
-def _first_turn_that_calls(agent: Agent, user, text: str, *, timeout: float) -> Turn:
-    for _ in range(TRIES):
-        conversation = Conversation.objects.create(owner=user, agent=agent)
-        turn = turn_start(conversation=conversation, user_id=user.pk, text=text)
-        turn = wait_turn(turn.pk, timeout=timeout)
-        assert turn.status in (Turn.Status.SUCCEEDED, Turn.Status.LIMITED), turn.error
-        if ToolCall.objects.filter(turn=turn).exists():
-            return turn
-    pytest.fail(f"no call in {TRIES} replies: {Message.objects.filter(turn=turn).last()}")
+def _greedy(provider: Provider) -> None:
+    provider.temperature = 0.0
+    provider.max_output_tokens = 256
+    provider.save()
 
 
 def test_a_real_model_makes_a_text_fallback_call_that_runs(worker, user, grammar_provider):
@@ -254,9 +252,12 @@ def test_a_real_model_makes_a_text_fallback_call_that_runs(worker, user, grammar
     agent = _agent("clock in text", ["current_time"], max_rounds=1)  # the call's round only
     agent.system_prompt = TOOL_USER
     agent.save()
-    turn = _first_turn_that_calls(
-        agent, user, "What time is it in UTC? Call the current_time tool.", timeout=150
-    )
+    _greedy(grammar_provider)
+    conversation = Conversation.objects.create(owner=user, agent=agent)
+    text = "Use the current_time tool to tell me the time."
+    turn = turn_start(conversation=conversation, user_id=user.pk, text=text)
+    turn = wait_turn(turn.pk, timeout=150)
+    assert turn.status in (Turn.Status.SUCCEEDED, Turn.Status.LIMITED), turn.error
     first = Message.objects.filter(turn=turn, role=Message.Role.ASSISTANT).order_by("pk")[0]
     assert first.fallback and '"tool": "current_time"' in first.content, first.content
     call = _calls(turn)[0]
@@ -275,9 +276,7 @@ def test_a_real_model_finds_a_tool_with_tool_search_then_calls_it(worker, user, 
     # only be the search. Temperature 0 (the provider's setting): the same request gets the
     # same reply, so the chain is the model's, not a lucky draw (seen 3 of 3 each time); the
     # longest reply is capped, as a prose reply from this model can run for minutes.
-    grammar_provider.temperature = 0.0
-    grammar_provider.max_output_tokens = 256
-    grammar_provider.save()
+    _greedy(grammar_provider)
     agent = _agent(
         "finder",
         ["tool_search", "current_time"],
