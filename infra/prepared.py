@@ -103,9 +103,7 @@ class Prepared:
 
     def check(self) -> None:
         """Compile it now and compare with the ORM (the test suite, for every statement)."""
-        connection = connections["default"]
-        key = (connection.vendor, connection.settings_dict.get("NAME") or "")
-        shape = self._compile(key)
+        shape = self._compile(_database())
         probes = {name: _probe(kind, 50 + i) for i, (name, kind) in enumerate(self.kinds.items())}
         self._verify(shape, probes)
 
@@ -159,8 +157,7 @@ class Prepared:
             # integer range check), where the database would refuse the parameter.
             if isinstance(value, int) and not INT_MIN <= value <= INT_MAX:
                 return None
-        connection = connections["default"]
-        key = (connection.vendor, connection.settings_dict.get("NAME") or "")
+        key = _database()
         shape = self._shapes.get(key)
         if shape is None:
             with self._lock:
@@ -208,6 +205,12 @@ class Prepared:
         for a, b in zip(got, expected, strict=True):
             if not (_same(a, b) or _same(b, a)):
                 raise AssertionError(f"prepared value {a!r} differs from the ORM's {b!r}")
+
+
+def _database() -> tuple[str, str]:
+    """Which compilation serves: one per vendor and database (the test suite switches)."""
+    connection = connections["default"]
+    return (connection.vendor, connection.settings_dict.get("NAME") or "")
 
 
 def _update_compiler(queryset: QuerySet[Any], changes: dict[str, Any]) -> Any:
