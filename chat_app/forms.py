@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.forms.models import ModelChoiceIteratorValue
 from django.utils.translation import gettext_lazy as _
 
 from chat_app.models import Agent, Conversation, Provider
@@ -26,7 +27,7 @@ class AgentChoiceForm(forms.ModelForm):
 
     def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        from chat_app.services.agents import agents_for
+        from chat_app.services.agents import agent_choices, agents_for
 
         field = self.fields["agent"]
         assert isinstance(field, forms.ModelChoiceField)
@@ -46,10 +47,13 @@ class AgentChoiceForm(forms.ModelForm):
         field.error_messages["invalid_choice"] = (
             "That agent profile is not granted to you — ask an admin."
         )
-        # Read once: the widget otherwise runs the query again for each pass over its options
-        # (the select and its "required" check). A choice is still checked against the query.
-        options: Any = field.choices  # a ModelChoiceIterator: iter() skips its COUNT
-        field.choices = list(iter(options))
+        # Read once, through the statement compiled once per process: the widget otherwise
+        # runs the query again for each pass over its options (the select and its "required"
+        # check). A POSTed choice is still checked against the queryset above.
+        field.choices = [
+            (ModelChoiceIteratorValue(agent.pk, agent), label(agent))
+            for agent in agent_choices(user)
+        ]
 
 
 class ProviderForm(forms.ModelForm):

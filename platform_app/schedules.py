@@ -28,6 +28,7 @@ from django.db.models import F, QuerySet
 from django.utils import timezone, translation
 from django.utils.translation import gettext
 
+from infra.prepared import Prepared
 from platform_app.models import Schedule, UserPreferences
 from tools_app.errors import PolicyDenied, ToolError
 from tools_app.runtime import scope_narrow
@@ -131,6 +132,15 @@ def cron_explain(expression: str) -> str:
 
 def schedules_for(user_id: int) -> QuerySet[Schedule]:
     return Schedule.objects.filter(user_id=user_id).select_related("inject_into", "last_turn")
+
+
+# The chat page's schedules panel, on every page load: compiled once per process.
+_LISTED = Prepared(schedules_for, user_id=int)
+
+
+def schedules_listed(user_id: int) -> list[Schedule]:
+    """``schedules_for``, read (the chat page's panel and its refresh)."""
+    return list(_LISTED.rows(user_id=user_id))
 
 
 def schedule_describe(schedule: Schedule) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from platform_app.api_tokens import (
     scopes_for,
 )
 from platform_app.models import Schedule
-from platform_app.schedules import cron_explain, schedules_for
+from platform_app.schedules import cron_explain, schedules_for, schedules_listed
 from tools_app.models import ApiToken, ToolCall
 from tools_app.services.approval import ApprovalError, toolcall_decide
 
@@ -160,7 +160,7 @@ def token_decide(request: HttpRequest, call_id: int) -> HttpResponse:
 def chat_page_panels(request: HttpRequest, conversation: Conversation) -> dict[str, Any]:
     """What the chat page shows of the platform (registered with ``chat_app.pages``)."""
     return {
-        "schedules": list(schedules_for(_me(request))),
+        "schedules": schedules_listed(_me(request)),
         "reports": reports.conversation_reports(conversation),
     }
 
@@ -171,7 +171,7 @@ def schedule_list(request: HttpRequest) -> HttpResponse:
     directly, the My schedules page."""
     if not getattr(request, "htmx", False):
         return my_schedules(request)
-    schedules = list(schedules_for(_me(request)))
+    schedules = schedules_listed(_me(request))
     return render(request, "chat/page.html#schedule-list", {"schedules": schedules})
 
 

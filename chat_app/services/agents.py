@@ -17,6 +17,7 @@ from chat_app.agent_profiles import RESEARCHER
 from chat_app.models import Agent, Conversation, Provider, default_tool_budgets
 from chat_app.services.member_agents import agent_visible, agents_visible_q
 from chat_app.services.sgr_agents import SgrShapeError, is_sgr_shape, sgr_items
+from infra.prepared import Prepared
 from tools_app.selectors import config_memo
 from tools_app.services.grants import everyone_group
 
@@ -83,7 +84,26 @@ def agents_for(user: Any) -> QuerySet[Agent]:
     (``member_agents.agents_visible_q``); every profile for staff."""
     if getattr(user, "is_staff", False) or getattr(user, "is_superuser", False):
         return Agent.objects.all()
-    return Agent.objects.filter(agents_visible_q(user)).distinct()
+    return agents_for_member(user.pk)
+
+
+# The chat page's agent picker, on every page load: compiled once per process
+# (infra.prepared); the member's query has three subqueries over their groups.
+_PICKABLE = Prepared(
+    lambda user_id: agents_for_member(user_id).select_related("owner"), user_id=int
+)
+_EVERY = Prepared(lambda: Agent.objects.select_related("owner"))
+
+
+def agents_for_member(user_id: int) -> QuerySet[Agent]:
+    return Agent.objects.filter(agents_visible_q(user_id)).distinct()
+
+
+def agent_choices(user: Any) -> list[Agent]:
+    """``agents_for(user)`` with each profile's owner, read (what the picker lists)."""
+    if getattr(user, "is_staff", False) or getattr(user, "is_superuser", False):
+        return list(_EVERY.rows())
+    return list(_PICKABLE.rows(user_id=int(user.pk)))
 
 
 def agent_granted(user: Any, agent: Agent) -> bool:

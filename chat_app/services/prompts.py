@@ -26,6 +26,7 @@ from chat_app.services.member_agents import (
     sharing_forbidden_ids,
 )
 from infra import access
+from infra.prepared import Prepared
 from tools_app import selectors
 from tools_app.i18n import text_localized
 from tools_app.services.grants import grants_narrow, user_groups
@@ -118,6 +119,11 @@ def prompt_draft_of(prompt: Prompt) -> PromptDraft:
     )
 
 
+# The slash menu's prompts, on every chat page: compiled once per process (infra.prepared).
+MENU_PROMPTS = 200
+_MENU_PROMPTS = Prepared(lambda user_id: prompts_for(user_id)[:MENU_PROMPTS], user_id=int)
+
+
 def slash_menu(user: Any) -> dict[str, list[dict[str, str]]]:
     """What typing ``/`` in the message box offers: the slash commands (the enabled tools the
     person is granted, as ``/help`` lists them) and their prompts."""
@@ -148,6 +154,6 @@ def slash_menu(user: Any) -> dict[str, list[dict[str, str]]]:
             "body": p.body,
             "owner": "" if p.owner_id == user.pk else p.owner.get_username(),
         }
-        for p in prompts_for(user)[:200]
+        for p in _MENU_PROMPTS.rows(user_id=int(user.pk))
     ]
     return {"commands": commands, "prompts": prompts}

@@ -208,12 +208,15 @@ def test_statements_it_cannot_keep_are_refused_when_compiled(
 MODULES = (
     "chat_app.turn_tree",
     "chat_app.selectors",
+    "chat_app.services.agents",
+    "chat_app.services.prompts",
     "chat_app.services.turns",
     "chat_app.services.loop",
     "chat_app.services.history",
     "chat_app.services.tool_offer",
     "platform_app.memory.services",
     "platform_app.preferences.services",
+    "platform_app.schedules",
     "tools_app.services.approval",
 )
 
@@ -225,3 +228,60 @@ def test_every_statement_of_the_project_compiles_to_the_orms_sql() -> None:
     assert {p.build.__module__ for p in ours} == set(MODULES)
     for statement in ours:
         statement.check()
+
+
+def test_the_chat_pages_picker_menu_and_schedules_read_what_the_orm_reads(
+    conversation: Any, django_user_model: Any
+) -> None:
+    from django.contrib.auth.models import Group
+
+    from chat_app.models import Agent, Prompt
+    from chat_app.services.agents import agent_choices, agents_for
+    from chat_app.services.prompts import prompts_for, slash_menu
+    from platform_app.models import Schedule
+    from platform_app.schedules import schedules_for, schedules_listed
+
+    me = conversation.owner
+    other = django_user_model.objects.create_user("other-member")
+    admin = django_user_model.objects.create_user("an-admin", is_staff=True)
+    team = Group.objects.create(name="team")
+    me.groups.add(team)
+    other.groups.add(team)
+    given = Agent.objects.create(name="given to the team")
+    given.groups.add(team)
+    Agent.objects.create(name="nobody's").groups.clear()  # new profiles go to Everyone
+    Agent.objects.create(name="mine", owner=me)
+    shared = Agent.objects.create(name="shared with me", owner=other)
+    shared.groups.add(team)
+    Agent.objects.create(name="kept", owner=other).groups.clear()
+
+    def picked(agents: list[Agent]) -> list[tuple[int, str | None]]:
+        return [(a.pk, a.owner.username if a.owner else None) for a in agents]
+
+    for person in (me, other, admin):
+        agent_choices(person)  # compiled
+        with CaptureQueriesContext(connection) as queries:
+            got = picked(agent_choices(person))  # the owners came with them
+        assert len(queries) == 1
+        assert got == picked(list(agents_for(person).select_related("owner")))
+    assert {
+        name for (name,) in Agent.objects.filter(pk__in=[p for p, _ in got]).values_list("name")
+    } == set(Agent.objects.values_list("name", flat=True))  # staff: every profile
+    assert {a.name for a in agent_choices(me)} == {"given to the team", "mine", "shared with me"}
+
+    Prompt.objects.create(owner=me, title="b mine", body="x")
+    theirs = Prompt.objects.create(owner=other, title="a theirs", body="y")
+    theirs.groups.add(team)
+    Prompt.objects.create(owner=other, title="c private", body="z")
+    menu = slash_menu(me)["prompts"]
+    assert [p["title"] for p in menu] == [p.title for p in prompts_for(me)[:200]]
+    assert [p["owner"] for p in menu] == ["other-member", ""]
+
+    Schedule.objects.create(user=me, name="daily", cron="0 9 * * *", message="hello")
+    listed = schedules_listed(me.pk)
+    orm = list(schedules_for(me.pk))
+    assert [model_to_dict(s) for s in listed] == [model_to_dict(s) for s in orm]
+    with CaptureQueriesContext(connection) as queries:
+        assert listed[0].inject_into is None and listed[0].last_turn is None
+    assert len(queries) == 0
+    assert schedules_listed(other.pk) == []
