@@ -40,9 +40,20 @@ def sidebar_conversations(user: Any, source: str = Conversation.Source.CHAT) -> 
     return _SIDEBAR.rows(owner_id=user.pk, source=source)
 
 
+_HAS_SOURCE = Prepared(
+    lambda owner_id, source: (
+        Conversation.objects.filter(owner_id=owner_id, source=source)
+        .order_by()
+        .values_list("pk", flat=True)[:1]
+    ),
+    owner_id=int,
+    source=str,
+)
+
+
 def has_api_conversations(user: Any) -> bool:
     """Whether the sidebar shows its API list's tab."""
-    return conversations_for(user).filter(source=Conversation.Source.API).exists()
+    return bool(_HAS_SOURCE.rows(owner_id=int(user.pk), source=Conversation.Source.API))
 
 
 def latest_conversation(user: Any, source: str = Conversation.Source.CHAT) -> Conversation | None:

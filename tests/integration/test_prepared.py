@@ -217,6 +217,7 @@ MODULES = (
     "platform_app.memory.services",
     "platform_app.preferences.services",
     "platform_app.schedules",
+    "tools_app.services.grants",
     "tools_app.services.approval",
 )
 
@@ -285,3 +286,9 @@ def test_the_chat_pages_picker_menu_and_schedules_read_what_the_orm_reads(
         assert listed[0].inject_into is None and listed[0].last_turn is None
     assert len(queries) == 0
     assert schedules_listed(other.pk) == []
+
+    from chat_app.selectors import has_api_conversations
+
+    assert not has_api_conversations(me)
+    Conversation.objects.create(owner=me, title="over /v1", source=Conversation.Source.API)
+    assert has_api_conversations(me) and not has_api_conversations(other)

@@ -23,6 +23,7 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils.translation import gettext as _
 
+from infra.prepared import Prepared
 from tools_app import selectors
 from tools_app.models import ToolConfigVersion, ToolGrant, ToolSource
 from tools_app.registry import GROUPS
@@ -156,6 +157,31 @@ def granted_tools(
     return granted
 
 
+def _person_row(user_id: int) -> QuerySet[Any]:
+    from django.contrib.auth import get_user_model
+
+    return (
+        get_user_model()
+        .objects.filter(pk=user_id)
+        .values_list("is_staff", "is_superuser", "is_active", "username")
+        .order_by("pk")[:1]
+    )
+
+
+# Read for each person once per configuration token (their first page or call after a
+# change): compiled once per process (infra.prepared).
+_PERSON = Prepared(_person_row, user_id=int)
+_GROUPS = Prepared(
+    lambda user_id: (
+        Group.objects.filter(Q(user__pk=user_id) | Q(name=EVERYONE))
+        .order_by("pk")
+        .values_list("pk", flat=True)
+        .distinct()
+    ),
+    user_id=int,
+)
+
+
 def grants_of_person(
     user_id: int,
     by_group: dict[K, frozenset[str]],
@@ -163,15 +189,7 @@ def grants_of_person(
 ) -> frozenset[str] | None:
     """The union of the person's groups' grants: ``groups_of(username)`` names the groups
     (keys of ``by_group``). Staff: everything (None); a deactivated account: nothing."""
-    from django.contrib.auth import get_user_model
-
-    row = (
-        get_user_model()
-        .objects.filter(pk=user_id)
-        .values_list("is_staff", "is_superuser", "is_active", "username")
-        .order_by()
-        .first()
-    )
+    row = _PERSON.one(user_id=user_id)
     if row is None:
         return frozenset()
     if not row[2]:  # deactivated: every way in is refused, staff or not (a save moves the token)
@@ -190,12 +208,7 @@ def person_group_ids(user_id: int) -> tuple[int, ...]:
     on. Grants and usage (its records' shares, the quotas) ask for the same."""
 
     def build() -> tuple[int, ...]:
-        return tuple(
-            Group.objects.filter(Q(user__pk=user_id) | Q(name=EVERYONE))
-            .order_by("pk")
-            .values_list("pk", flat=True)
-            .distinct()
-        )
+        return tuple(_GROUPS.rows(user_id=user_id))
 
     return selectors.config_memo(("person groups", user_id), build)
 
