@@ -42,7 +42,8 @@ def sidebar_conversations(user: Any, source: str = Conversation.Source.CHAT) -> 
 
 _HAS_SOURCE = Prepared(
     lambda owner_id, source: (
-        Conversation.objects.filter(owner_id=owner_id, source=source)
+        conversations_for(owner_id)
+        .filter(source=source)
         .order_by()
         .values_list("pk", flat=True)[:1]
     ),

@@ -82,9 +82,13 @@ def agents_for(user: Any) -> QuerySet[Agent]:
     """The profiles ``user`` may pick: those given to one of their groups (Everyone
     included), their own, and members' shared with one of their groups
     (``member_agents.agents_visible_q``); every profile for staff."""
-    if getattr(user, "is_staff", False) or getattr(user, "is_superuser", False):
+    if _sees_every_profile(user):
         return Agent.objects.all()
     return agents_for_member(user.pk)
+
+
+def _sees_every_profile(user: Any) -> bool:
+    return bool(getattr(user, "is_staff", False) or getattr(user, "is_superuser", False))
 
 
 # The chat page's agent picker, on every page load: compiled once per process
@@ -101,7 +105,7 @@ def agents_for_member(user_id: int) -> QuerySet[Agent]:
 
 def agent_choices(user: Any) -> list[Agent]:
     """``agents_for(user)`` with each profile's owner, read (what the picker lists)."""
-    if getattr(user, "is_staff", False) or getattr(user, "is_superuser", False):
+    if _sees_every_profile(user):
         return list(_EVERY.rows())
     return list(_PICKABLE.rows(user_id=int(user.pk)))
 

@@ -235,8 +235,8 @@ def _calls(turn: Turn) -> list[ToolCall]:
 # drew prose three times running. Temperature 0 (the provider's setting): the same request
 # gets the same reply in every run, whatever ran before; the longest reply is capped, as a
 # prose reply from this model can run for minutes. Greedy, the old wording ("What time is it
-# in UTC? Call the current_time tool.") drew prose every time; of five others tried, two drew a
-# call that runs, and the test uses one of them.
+# in UTC? Call the current_time tool.") drew prose every time; of seven others tried, two drew
+# a call whose arguments run, and the test uses one of them.
 TOOL_USER = "You are an agent. Use your tools to answer; call a tool before you answer."
 
 
