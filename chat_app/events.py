@@ -10,6 +10,10 @@ from chat_app.models import Conversation, Message, Turn
 from chat_app.turn_tree import turn_tree
 from infra.events import apublish_in_order, conversation_group, publish
 
+# The flags of the page the template also serves (a shared or audited page): a live event is
+# the owner's view. Given, not left missing: a missing name costs the engine an exception.
+_LIVE_VIEW = {"read_only": False, "shared_view": False}
+
 
 def message_event(message: Message, calls: list[Any] | None = None) -> dict[str, object]:
     """``calls``: the message's tool calls when the caller knows them (none yet, for a new or
@@ -23,14 +27,16 @@ def message_event(message: Message, calls: list[Any] | None = None) -> dict[str,
     ):
         # An edited or regenerated message shows its branch switcher ("‹ 2/2 ›").
         tree = turn_tree(message.conversation_id)
-        message.branch = tree.branch_info(message.turn_id)  # type: ignore[attr-defined]
+        message.branch = tree.branch_info(message.turn_id)
     return {
         "type": "message",
         "id": message.pk,
         "role": message.role,
         "state": message.state,
         "version": message.version,
-        "html": render_to_string("chat/_message.html", {"message": message, "calls": calls}),
+        "html": render_to_string(
+            "chat/_message.html", {**_LIVE_VIEW, "message": message, "calls": calls}
+        ),
     }
 
 

@@ -351,11 +351,33 @@ class Message(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     version = models.PositiveIntegerField(default=0)
 
+    # A user message's branch switcher ("‹ 2/2 ›", ``chat_app.turn_tree.BranchInfo``), set by
+    # whoever renders it; None on the others. The message template reads it on every message,
+    # and a lookup that fails costs Django's engine a chain of exceptions (issue 38).
+    branch: Any = None
+
     class Meta:
         ordering = ["created_at", "id"]
 
     def __str__(self) -> str:
         return f"{self.role}: {self.content[:40]}"
+
+    @property
+    def usage_shown(self) -> dict[str, Any]:
+        """``usage`` with every key the message template reads (none on a person's message or a
+        reply still streaming), for the same reason as ``branch``."""
+        return {**USAGE_SHOWN, **(self.usage or {})}
+
+
+# The keys of ``Message.usage`` the message template reads, with what their absence shows.
+USAGE_SHOWN: dict[str, Any] = {
+    "model": "",
+    "input_tokens": 0,
+    "output_tokens": 0,
+    "cached_tokens": 0,
+    "cost": "",
+    "estimated": False,
+}
 
 
 def default_tool_budgets() -> dict[str, int]:

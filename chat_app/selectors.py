@@ -107,7 +107,7 @@ def shown_messages(conversation_id: int, messages: list[Message]) -> list[Messag
         if message.turn_id is not None and message.turn_id not in on_path:
             continue
         if message.role == Message.Role.USER and message.turn_id is not None:
-            message.branch = tree.branch_info(message.turn_id)  # type: ignore[attr-defined]
+            message.branch = tree.branch_info(message.turn_id)
         shown.append(message)
     return shown
 

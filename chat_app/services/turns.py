@@ -238,7 +238,7 @@ def _turn_start(
         message.turn = turn
         message.save()
         titled = conversation_touch(conversation, first_text=text, language=language_changed)
-    message.branch = tree.branch_info_added(turn.pk, turn.parent_id)  # type: ignore[attr-defined]
+    message.branch = tree.branch_info_added(turn.pk, turn.parent_id)
     # The person's message goes out before the round is queued: whatever the round publishes
     # (its reply, a refused call's card) must follow it on the page.
     message_publish(message, calls=[])
