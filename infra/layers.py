@@ -64,7 +64,10 @@ class ThreadSafeInMemoryChannelLayer(BaseChannelLayer):
             while chan.waiters:
                 loop, fut = chan.waiters.popleft()
                 if not fut.done():
-                    loop.call_soon_threadsafe(_wake, fut)
+                    if asyncio.events._get_running_loop() is loop:
+                        _wake(fut)  # on the receiver's own loop: no self-pipe write
+                    else:
+                        loop.call_soon_threadsafe(_wake, fut)
                     break
 
     async def receive(self, channel: str) -> dict[str, Any]:

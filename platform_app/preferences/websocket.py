@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from channels.db import database_sync_to_async
 from django.conf import settings
 from django.utils import translation
 from django.utils.translation import trans_real
 
+from infra.websocket import db
 from platform_app.preferences.services import preferences_get
 
 
@@ -52,7 +52,9 @@ class LanguageMiddleware:
         language = ""
         user = scope.get("user")
         if user is not None and getattr(user, "is_authenticated", False):
-            _theme, language = await database_sync_to_async(preferences_get)(user=user)
+            # On the server's thread pool, not Channels' one sync thread (``infra.websocket.db``):
+            # a crowd connecting at once must not queue behind each other's reads there.
+            _theme, language = await db(preferences_get)(user=user)
         language = language or language_from_headers(scope.get("headers", []))
         scope = {**scope, "language": language}
         with translation.override(language):

@@ -33,3 +33,34 @@ def test_it_keeps_a_channel_with_messages_waiting() -> None:
         return len(layer._channels)
 
     assert asyncio.run(run()) == 1
+
+
+def test_a_message_sent_on_the_receivers_loop_wakes_it_without_the_self_pipe() -> None:
+    """Events published on the server's loop reach a socket there: its waiter is woken at
+    once, not through ``call_soon_threadsafe`` (a self-pipe write and a wake-up per event)."""
+
+    async def run() -> tuple[dict[str, object], int]:
+        layer = ThreadSafeInMemoryChannelLayer()
+        name = await layer.new_channel()
+        waiting = asyncio.ensure_future(layer.receive(name))
+        await asyncio.sleep(0.01)
+        loop = asyncio.get_running_loop()
+        calls = []
+        threadsafe = loop.call_soon_threadsafe
+        loop.call_soon_threadsafe = lambda *a, **k: calls.append(a) or threadsafe(*a, **k)  # type: ignore[method-assign]
+        await layer.send(name, {"type": "x", "n": 1})
+        return await asyncio.wait_for(waiting, 2), len(calls)
+
+    assert asyncio.run(run()) == ({"type": "x", "n": 1}, 0)
+
+
+def test_a_message_sent_from_another_thread_wakes_the_receiver_on_its_loop() -> None:
+    async def run() -> dict[str, object]:
+        layer = ThreadSafeInMemoryChannelLayer()
+        name = await layer.new_channel()
+        waiting = asyncio.ensure_future(layer.receive(name))
+        await asyncio.sleep(0.01)
+        await asyncio.to_thread(asyncio.run, layer.send(name, {"type": "y"}))
+        return await asyncio.wait_for(waiting, 2)
+
+    assert asyncio.run(run()) == {"type": "y"}
