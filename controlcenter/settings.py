@@ -343,6 +343,8 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "static"  # made at start-up (controlcenter.apps): whitenoise wants it
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
+# Django's database sessions, their read compiled once per process (infra/sessions.py).
+SESSION_ENGINE = "infra.sessions"
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # htmx reads it via hx-headers rendered in the page, not JS
 X_FRAME_OPTIONS = "DENY"

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.db.models import Exists, Q
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
@@ -272,8 +272,22 @@ def conversation_touch(
     if title:
         conversation.title = title
         fields.append("title")
+    if fields == ["updated_at"]:  # every message but a conversation's first: one statement
+        conversation.updated_at = timezone.now()  # what ``auto_now`` sets on a save
+        if not _TOUCH.update(pk=conversation.pk, updated_at=conversation.updated_at):
+            raise DatabaseError("Save with update_fields did not affect any rows.")
+        return False
     conversation.save(update_fields=fields)
     return "title" in fields
+
+
+# The bump of a conversation (compiled once per process, ``infra.prepared``). Conversation has
+# no ``save()`` override and no receiver of its saves.
+_TOUCH = Prepared(
+    lambda pk, updated_at: (Conversation.objects.filter(pk=pk), {"updated_at": updated_at}),
+    pk=int,
+    updated_at=dt.datetime,
+)
 
 
 _FINISH = Prepared(

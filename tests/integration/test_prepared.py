@@ -219,6 +219,8 @@ MODULES = (
     "platform_app.schedules",
     "tools_app.services.grants",
     "tools_app.services.approval",
+    "tools_app.services.binding",
+    "infra.sessions",
 )
 
 
@@ -292,3 +294,58 @@ def test_the_chat_pages_picker_menu_and_schedules_read_what_the_orm_reads(
     assert not has_api_conversations(me)
     Conversation.objects.create(owner=me, title="over /v1", source=Conversation.Source.API)
     assert has_api_conversations(me) and not has_api_conversations(other)
+
+
+def test_the_session_store_loads_what_djangos_store_loads(django_user_model: Any) -> None:
+    """``infra.sessions`` reads the row through a prepared statement and compares the expiry
+    in Python: a live session loads the same data as Django's own store; an expired, unknown
+    or deleted one loads nothing and forgets its key, as Django's does."""
+    import datetime as dt
+
+    from django.contrib.sessions.backends.db import SessionStore as DjangoStore
+    from django.contrib.sessions.models import Session
+    from django.utils import timezone
+
+    from infra.sessions import SessionStore
+
+    made = DjangoStore()
+    made["_auth_user_id"] = "7"
+    made["note"] = "hello"
+    made.create()
+    key = made.session_key
+    ours, django = SessionStore(key), DjangoStore(key)
+    assert ours.load() == django.load() == {"_auth_user_id": "7", "note": "hello"}
+    assert ours.session_key == key
+
+    Session.objects.filter(pk=key).update(expire_date=timezone.now() - dt.timedelta(seconds=1))
+    for store in (SessionStore(key), DjangoStore(key)):
+        assert store.load() == {}
+        assert store.session_key is None
+
+    for missing in ("no-such-session-key-0000000000", "x' OR '1'='1"):
+        for store in (SessionStore(missing), DjangoStore(missing)):
+            assert store.load() == {}
+            assert store.session_key is None
+
+
+def test_a_conversations_bump_moves_it_up_and_skips_nothing(conversation: Any) -> None:
+    """Every message after a conversation's first bumps it with one prepared ``UPDATE``
+    (``chat_app.services.turns.conversation_touch``), which runs no ``save()`` override and
+    fires no signal: this fails once Conversation has either, so the bump must be a save."""
+    from django.db import models
+    from django.db.models.signals import post_save, pre_save
+
+    from chat_app.models import Conversation
+    from chat_app.services.turns import conversation_touch
+
+    assert Conversation.save is models.Model.save
+    assert not pre_save.has_listeners(Conversation)
+    assert not post_save.has_listeners(Conversation)
+
+    conversation.title = "named already"
+    conversation.save()
+    before = Conversation.objects.get(pk=conversation.pk).updated_at
+    assert conversation_touch(conversation, first_text="a later message") is False
+    stored = Conversation.objects.get(pk=conversation.pk)
+    assert stored.updated_at == conversation.updated_at > before
+    assert stored.title == "named already"

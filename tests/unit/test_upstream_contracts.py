@@ -137,3 +137,50 @@ def test_the_redis_transport_method_it_overrides_keeps_its_signature() -> None:
     assert parameters(kombu_redis.Channel._create_client) == ["self", "asynchronous"]
     assert "pool" in dir(kombu_redis.Channel)
     assert redis_transport.Channel.conn_or_acquire is not kombu_redis.Channel.conn_or_acquire
+
+
+# --- infra/websocket.py and infra/sessions.py -------------------------------------------------
+# Two overrides of upstream methods held by their source rather than a pin (Channels and
+# Django take patch releases): when one of these fails after an upgrade, compare upstream's
+# method with ours.
+
+
+def test_channels_dispatch_is_still_a_connection_cleanup_then_the_handler() -> None:
+    """``SafeJsonConsumer.dispatch`` is upstream's without the hop to Channels' sync thread
+    (``aclose_old_connections``): the handler lookup and call must be all that is left."""
+    from channels.consumer import AsyncConsumer
+
+    from infra.websocket import SafeJsonConsumer
+
+    source = inspect.getsource(AsyncConsumer.dispatch)
+    body = [
+        line.strip()
+        for line in source.split('"""')[-1].splitlines()
+        if line.strip() and not line.strip().startswith("#")
+    ]
+    assert body == [
+        "handler = getattr(self, get_handler_name(message), None)",
+        "if handler:",
+        "await aclose_old_connections()",
+        "await handler(message)",
+        "else:",
+        'raise ValueError("No handler for message type %s" % message["type"])',
+    ]
+    assert SafeJsonConsumer.dispatch is not AsyncConsumer.dispatch
+
+
+def test_djangos_session_read_is_still_the_row_by_key_while_unexpired() -> None:
+    """``infra.sessions.SessionStore._get_session_from_db`` reads the row by its key and
+    compares the expiry in Python: upstream's must still be that one lookup, forgetting the
+    key when nothing is found."""
+    from django.contrib.sessions.backends import db
+
+    from infra.sessions import SessionStore
+
+    source = inspect.getsource(db.SessionStore._get_session_from_db)
+    assert "self.model.objects.get(" in source
+    assert "session_key=self.session_key, expire_date__gt=timezone.now()" in source
+    assert "self._session_key = None" in source
+    assert parameters(db.SessionStore._get_session_from_db) == ["self"]
+    assert db.SessionStore.load is SessionStore.load  # load() decodes what the read returns
+    assert SessionStore._get_session_from_db is not db.SessionStore._get_session_from_db

@@ -32,6 +32,7 @@ from pydantic import ValidationError
 
 from infra import metrics, tracing
 from infra.celery_app import app as celery_app
+from infra.prepared import Prepared
 from infra.safe_json import JsonTooDeep, json_loads_safe
 from tools_app import selectors
 from tools_app.connections.services import NOT_CONNECTED, connection_refusal
@@ -238,6 +239,23 @@ def _check_available(name: str, unavailable: Mapping[str, str] | None) -> None:
         )
 
 
+# The calls that ran in a conversation and in one of its turns: the limits' count, asked for
+# every call a model makes (compiled once per process, ``infra.prepared``). Grouped by the
+# conversation so that it is a read of rows: no calls yet is no row.
+_RAN_IN_CONVERSATION = Prepared(
+    lambda conversation_id, turn_id: (
+        ToolCall.objects.filter(
+            policy_verdict="allowed", imported=False, conversation_id=conversation_id
+        )
+        .order_by()
+        .values("conversation_id")
+        .annotate(turn=Count("pk", filter=Q(turn_id=turn_id)), conversation=Count("pk"))
+    ),
+    conversation_id=int,
+    turn_id=int,
+)
+
+
 def _check_limits(
     *,
     tool: type[BaseTool],
@@ -250,14 +268,18 @@ def _check_limits(
     per_turn = limits.per_turn if limits and turn_id is not None else 0
     per_conversation = limits.per_conversation if limits and conversation_id is not None else 0
     if per_turn or per_conversation:
-        ran = ToolCall.objects.filter(policy_verdict="allowed", imported=False)
-        if per_conversation and conversation_id is not None:
+        if per_conversation and conversation_id is not None and turn_id is not None:
             # One query for both: a turn's calls all belong to its conversation.
-            counts = ran.filter(conversation_id=conversation_id).aggregate(
-                turn=Count("pk", filter=Q(turn_id=turn_id)), conversation=Count("pk")
-            )
-        elif turn_id is not None:
-            counts = ran.filter(turn_id=turn_id).aggregate(turn=Count("pk"))
+            row = _RAN_IN_CONVERSATION.one(conversation_id=conversation_id, turn_id=turn_id)
+            counts = row or {"turn": 0, "conversation": 0}
+        else:
+            ran = ToolCall.objects.filter(policy_verdict="allowed", imported=False)
+            if per_conversation and conversation_id is not None:
+                counts = ran.filter(conversation_id=conversation_id).aggregate(
+                    turn=Count("pk", filter=Q(turn_id=turn_id)), conversation=Count("pk")
+                )
+            elif turn_id is not None:
+                counts = ran.filter(turn_id=turn_id).aggregate(turn=Count("pk"))
         if per_turn and counts["turn"] >= per_turn:
             raise _Refused(
                 ToolCall.Status.DENIED,
