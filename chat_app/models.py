@@ -366,7 +366,7 @@ class Message(models.Model):
     def usage_shown(self) -> dict[str, Any]:
         """``usage`` with every key the message template reads (none on a person's message or a
         reply still streaming), for the same reason as ``branch``."""
-        return {**USAGE_SHOWN, **(self.usage or {})}
+        return {**USAGE_SHOWN, **self.usage} if isinstance(self.usage, dict) else USAGE_SHOWN
 
 
 # The keys of ``Message.usage`` the message template reads, with what their absence shows.

@@ -22,7 +22,7 @@ from tools_app.models import ToolCall
 @pytest.fixture
 def missed(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     names: list[str] = []
-    resolve = base.Variable._resolve_lookup
+    resolve = base.Variable._resolve_lookup  # type: ignore[attr-defined]
 
     def recorded(self: Any, context: Any) -> Any:
         try:
@@ -66,4 +66,15 @@ def test_a_tool_card_queued_and_finished_looks_up_only_what_it_has(missed: list[
             language="en",
         )
         assert 'id="toolcall-5"' in render_toolcall_card(call)
+    assert missed == []
+
+
+def test_a_message_whose_usage_is_not_an_object_still_renders(missed: list[str]) -> None:
+    """Rows written before usage had its shape (or by hand) render as a message without it."""
+    usages: tuple[Any, ...] = (None, [], "x")
+    for usage in usages:
+        message = Message(pk=3, conversation_id=1, turn_id=1, role="assistant", content="hi")
+        message.usage = usage
+        html = str(message_event(message, [])["html"])
+        assert 'class="message-usage"' not in html and "model-badge" not in html
     assert missed == []
