@@ -80,7 +80,8 @@ class SafeJsonConsumer(AsyncJsonWebsocketConsumer):
         # message (a frame, a connect, an event): with hundreds of sockets each queued behind
         # the others there, for a thread whose connections no handler here uses. Our
         # handlers touch the database only through ``db``, which closes stale connections on
-        # its own thread, so no message takes that hop.
+        # its own thread, so no message takes that hop here. (A disconnect still takes
+        # upstream's own, once per socket, in ``websocket_disconnect``.)
         if message.get("type") == "cc.event":
             await self.cc_event(message)
             return

@@ -25,11 +25,15 @@ import logging
 from typing import Any
 
 import anyio
-from asgiref.sync import sync_to_async
 from django.conf import settings
 
 from infra.events import GroupListener, toolcall_group
 from infra.safe_json import JsonTooDeep, json_loads_safe
+
+# Its database work runs on the server's thread pool, each call closing stale connections
+# (after a database restart too), not on asgiref's one sync thread, whose connections only
+# Channels' socket connects and disconnects close.
+from infra.websocket import db
 
 logger = logging.getLogger(__name__)
 
@@ -144,16 +148,16 @@ async def call_finished(call_id: int) -> Any:
     from tools_app.models import ToolCall
 
     async with _CallEvents(call_id) as events:
-        status: str | None = await sync_to_async(_status)(call_id)
+        status: str | None = await db(_status)(call_id)
         while True:
             if status in ToolCall.TERMINAL:
-                done = await sync_to_async(_finished)(call_id)
+                done = await db(_finished)(call_id)
                 if done.status in ToolCall.TERMINAL:
                     return done
                 status = done.status  # a card sent before its transaction committed: wait on
             status = await events.next_status(FALLBACK_POLL_SECONDS)
             if status is None:  # nothing heard for a while: an event may have been lost
-                status = await sync_to_async(_status)(call_id)
+                status = await db(_status)(call_id)
 
 
 async def call_run(token_id: int, name: str, arguments: dict[str, Any]) -> Any:
@@ -161,7 +165,7 @@ async def call_run(token_id: int, name: str, arguments: dict[str, Any]) -> Any:
     (its request cancelled) has the call cancelled, also when that comes while the call is
     being stored: the bind runs in a task of its own, and the client may see the stored call
     before this coroutine does."""
-    binding = asyncio.ensure_future(sync_to_async(_bind)(token_id, name, arguments))
+    binding = asyncio.ensure_future(db(_bind)(token_id, name, arguments))
     try:
         call = await asyncio.shield(binding)
         return await call_finished(call.pk)
@@ -171,7 +175,7 @@ async def call_run(token_id: int, name: str, arguments: dict[str, Any]) -> Any:
         # would leave it to an unreferenced task, which may be collected before it runs).
         with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
             stored = await binding  # a bind that failed stored nothing to cancel
-            await sync_to_async(_cancel)(stored.pk)
+            await db(_cancel)(stored.pk)
         raise
 
 
@@ -208,7 +212,7 @@ def build_server() -> Any:
 
     async def list_tools(ctx: Any, params: Any) -> Any:
         try:
-            tools = await sync_to_async(_tools_for)(_current_token(ctx))
+            tools = await db(_tools_for)(_current_token(ctx))
         except TokenError as exc:
             raise MCPError(code=INVALID_REQUEST, message=str(exc)) from None
         except Exception:
@@ -321,7 +325,7 @@ class McpEndpoint:
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         raw = bearer_token(headers.get("authorization", ""))
-        token = await sync_to_async(api_token_for_request)(raw, scope="mcp")
+        token = await db(api_token_for_request)(raw, scope="mcp")
         if isinstance(token, Refusal):
             await _refuse(send, token)
             return

@@ -274,8 +274,9 @@ def conversation_touch(
         fields.append("title")
     if fields == ["updated_at"]:  # every message but a conversation's first: one statement
         conversation.updated_at = timezone.now()  # what ``auto_now`` sets on a save
-        if not _TOUCH.update(pk=conversation.pk, updated_at=conversation.updated_at):
-            raise DatabaseError("Save with update_fields did not affect any rows.")
+        with transaction.mark_for_rollback_on_error():  # as a save marks its block
+            if not _TOUCH.update(pk=conversation.pk, updated_at=conversation.updated_at):
+                raise DatabaseError("Save with update_fields did not affect any rows.")
         return False
     conversation.save(update_fields=fields)
     return "title" in fields

@@ -349,3 +349,57 @@ def test_a_conversations_bump_moves_it_up_and_skips_nothing(conversation: Any) -
     stored = Conversation.objects.get(pk=conversation.pk)
     assert stored.updated_at == conversation.updated_at > before
     assert stored.title == "named already"
+
+
+def test_a_deleted_conversations_bump_fails_as_its_save_did(conversation: Any) -> None:
+    from django.db import DatabaseError
+
+    from chat_app.models import Conversation
+    from chat_app.services.turns import conversation_touch
+
+    conversation.title = "named already"
+    conversation.save()
+    Conversation.objects.filter(pk=conversation.pk).delete()
+    with pytest.raises(DatabaseError, match="did not affect any rows"):
+        conversation_touch(conversation, first_text="a later message")
+
+
+def test_the_limits_count_reads_what_the_aggregate_read(conversation: Any) -> None:
+    """The calls that count toward a conversation's and a turn's limits: allowed, not
+    imported, in this conversation (and this turn); none yet is zero."""
+    from django.db.models import Count, Q
+
+    from chat_app.models import Conversation, Turn
+    from tools_app.models import ToolCall
+    from tools_app.services.binding import _RAN_IN_CONVERSATION
+
+    this, other = (Turn.objects.create(conversation=conversation) for _ in range(2))
+    elsewhere = Conversation.objects.create(owner=conversation.owner, title="elsewhere")
+
+    def counts() -> tuple[Any, dict[str, Any]]:
+        row = _RAN_IN_CONVERSATION.one(conversation_id=conversation.pk, turn_id=this.pk)
+        orm = ToolCall.objects.filter(
+            policy_verdict="allowed", imported=False, conversation_id=conversation.pk
+        ).aggregate(turn=Count("pk", filter=Q(turn_id=this.pk)), conversation=Count("pk"))
+        return row, orm
+
+    assert counts() == (None, {"turn": 0, "conversation": 0})
+    for turn, verdict, imported in (
+        (this, "allowed", False),
+        (this, "allowed", False),
+        (other, "allowed", False),
+        (this, "denied", False),
+        (this, "allowed", True),
+        (None, "allowed", False),
+    ):
+        ToolCall.objects.create(
+            conversation=conversation,
+            turn=turn,
+            tool="current_time",
+            policy_verdict=verdict,
+            imported=imported,
+        )
+    ToolCall.objects.create(conversation=elsewhere, tool="current_time", policy_verdict="allowed")
+    row, orm = counts()
+    assert orm == {"turn": 2, "conversation": 4}
+    assert {"turn": row["turn"], "conversation": row["conversation"]} == orm
