@@ -14,7 +14,6 @@ import functools
 import logging
 from typing import Any
 
-from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
@@ -77,18 +76,13 @@ class SafeJsonConsumer(AsyncJsonWebsocketConsumer):
             await self.principal_ended(message["payload"].get("reason", ""))
             return
         # Channels runs close_old_connections on its single sync thread before *every*
-        # message (a frame, a connect, an event): with hundreds of sockets each queued behind
-        # the others there, for a thread whose connections no handler here uses. Our
-        # handlers touch the database only through ``db``, which closes stale connections on
-        # its own thread, so no message takes that hop here. (A disconnect still takes
-        # upstream's own, once per socket, in ``websocket_disconnect``.)
+        # message, events included: with hundreds of sockets each event queued behind the
+        # others there. Our handlers touch the database only through ``db`` (which closes
+        # stale connections on its own thread), so events from the layer skip that hop.
         if message.get("type") == "cc.event":
             await self.cc_event(message)
             return
-        handler = getattr(self, get_handler_name(message), None)
-        if handler is None:
-            raise ValueError(f"No handler for message type {message.get('type')}")
-        await handler(message)
+        await super().dispatch(message)
 
     async def cc_event(self, event: dict[str, Any]) -> None:
         """An event published to one of this socket's groups: forward its payload."""

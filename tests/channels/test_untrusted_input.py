@@ -161,27 +161,3 @@ async def test_the_tools_test_socket_survives_malformed_frames_too(staff_user):
     assert await comm.receive_nothing(timeout=0.3)
     await comm.disconnect()
 
-
-async def test_no_frame_waits_for_channels_sync_thread(worker, conversation, user, monkeypatch):
-    """Channels closes old connections on its one sync thread before every message; our
-    handlers reach the database only through ``infra.websocket.db`` (which does that on its
-    own thread), so a connect, a frame and the events of a turn take no hop there: with
-    hundreds of sockets at once each frame queued behind the others. The disconnect keeps
-    upstream's own, once per socket."""
-    import channels.consumer
-    import channels.generic.websocket
-
-    hops: list[str] = []
-
-    async def counted() -> None:
-        hops.append("close_old_connections")
-
-    for module in (channels.consumer, channels.generic.websocket):
-        monkeypatch.setattr(module, "aclose_old_connections", counted)
-    comm = await connected(conversation, user)
-    await comm.send_to(text_data="not json")
-    assert (await comm.receive_json_from())["type"] == "error"
-    await still_works(comm)
-    assert hops == []
-    await comm.disconnect()
-    assert hops == ["close_old_connections"]

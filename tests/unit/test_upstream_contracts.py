@@ -139,34 +139,9 @@ def test_the_redis_transport_method_it_overrides_keeps_its_signature() -> None:
     assert redis_transport.Channel.conn_or_acquire is not kombu_redis.Channel.conn_or_acquire
 
 
-# --- infra/websocket.py and infra/sessions.py -------------------------------------------------
-# Two overrides of upstream methods held by their source rather than a pin (Channels and
-# Django take patch releases): when one of these fails after an upgrade, compare upstream's
-# method with ours.
-
-
-def test_channels_dispatch_is_still_a_connection_cleanup_then_the_handler() -> None:
-    """``SafeJsonConsumer.dispatch`` is upstream's without the hop to Channels' sync thread
-    (``aclose_old_connections``): the handler lookup and call must be all that is left."""
-    from channels.consumer import AsyncConsumer
-
-    from infra.websocket import SafeJsonConsumer
-
-    source = inspect.getsource(AsyncConsumer.dispatch)
-    body = [
-        line.strip()
-        for line in source.split('"""')[-1].splitlines()
-        if line.strip() and not line.strip().startswith("#")
-    ]
-    assert body == [
-        "handler = getattr(self, get_handler_name(message), None)",
-        "if handler:",
-        "await aclose_old_connections()",
-        "await handler(message)",
-        "else:",
-        'raise ValueError("No handler for message type %s" % message["type"])',
-    ]
-    assert SafeJsonConsumer.dispatch is not AsyncConsumer.dispatch
+# --- infra/sessions.py ------------------------------------------------------------------------
+# An override of an upstream method held by its source rather than a pin (Django takes patch
+# releases): when this fails after an upgrade, compare upstream's method with ours.
 
 
 def test_djangos_session_read_is_still_the_row_by_key_while_unexpired() -> None:
