@@ -160,4 +160,3 @@ async def test_the_tools_test_socket_survives_malformed_frames_too(staff_user):
     await comm.send_json_to({"action": "stop"})  # still listening: a finished call stays so
     assert await comm.receive_nothing(timeout=0.3)
     await comm.disconnect()
-
