@@ -1,6 +1,6 @@
 // Approvals, live on every page of an approver: the top bar's badge counts the calls that wait
 // for them; on the Approvals page the list follows (new calls appear, decided or expired ones
-// leave) without touching a call someone is editing.
+// leave) without touching a call someone is editing, nor moving it (which would take its focus).
 import { format, gettext } from "./i18n.js";
 const badge = document.getElementById("approvals-badge");
 const list = document.getElementById("approvals-list");
@@ -31,7 +31,16 @@ async function refreshList() {
     else if (progress) mine.querySelector(".approval-head")?.after(progress);
     return mine;
   });
-  list.replaceChildren(...items);
+  // Only what changed moves: an item put back in place, even unchanged, loses the focus of
+  // whoever is typing in it (and what they type until they notice).
+  [...list.children].forEach((el) => {
+    if (!items.includes(el)) el.remove();
+  });
+  let next = list.firstElementChild;
+  items.forEach((el) => {
+    if (el === next) next = el.nextElementSibling;
+    else list.insertBefore(el, next);
+  });
   items.forEach((el) => {
     if (!kept.has(el.id) && window.htmx) window.htmx.process(el);
   });

@@ -80,6 +80,53 @@ def test_an_approver_approves_a_members_call_from_the_approvals_page(
     assert AuditRecord.objects.filter(kind="approval", tool_call=call, username="bob").exists()
 
 
+def test_an_approver_typing_a_note_keeps_it_and_the_focus_while_another_call_arrives(
+    page, browser, app_server, user, other_user, llm, provider
+):
+    """The Approvals page follows the queue live without touching the item someone is typing
+    in: a new call appears below it, and the note goes on where the approver left it."""
+    leads = Group.objects.create(name="leads")
+    leads.user_set.add(other_user)
+    config = ToolFunctionConfig.objects.create(name="current_time", approval_mode="approver")
+    config.approver_groups.set([leads])
+    llm.script(
+        Reply(calls=[Call("current_time", {"timezone": "Europe/Paris"})]),
+        Reply(calls=[Call("current_time", {"timezone": "Asia/Tokyo"})]),
+    )
+    approver_context = browser.new_context(
+        base_url=app_server, viewport={"width": 1280, "height": 860}
+    )
+    approver = approver_context.new_page()
+    approver.set_default_timeout(15_000)
+    try:
+        login(page, "alice", "alice-password-1")
+        wait_connected(page)
+        page.get_by_label("Message").fill("What time is it in Paris?")
+        page.get_by_role("button", name="Send").click()
+        card = page.locator(".toolcall", has=page.locator(".tool-name", has_text="current_time"))
+        expect(card.locator(".approval-waiting")).to_have_text("Waiting for approval by: leads")
+        first = ToolCall.objects.get(tool="current_time")
+        login(approver, "bob", "bob-password-1")
+        approver.goto("/approvals/")
+        approver.wait_for_function("document.body.dataset.approvalsConnected === 'true'")
+        note = approver.locator(f"#approval-note-{first.pk}")
+        note.click()
+        approver.keyboard.type("Fine")
+        # alice asks again in a new conversation: bob's list grows while he types.
+        url = page.url
+        page.get_by_role("button", name="+ New conversation").click()
+        page.wait_for_url(lambda now: now != url)
+        wait_connected(page)
+        page.get_by_label("Message").fill("And in Tokyo?")
+        page.get_by_role("button", name="Send").click()
+        expect(approver.locator(".approval-item")).to_have_count(2)
+        expect(note).to_be_focused()
+        approver.keyboard.type(", it is harmless.")
+        expect(note).to_have_value("Fine, it is harmless.")
+    finally:
+        approver_context.close()
+
+
 def test_a_call_nobody_decides_expires_and_the_members_card_says_so(
     page, app_server, user, llm, provider
 ):
