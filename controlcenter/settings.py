@@ -37,6 +37,16 @@ VAR_DIR = envpath("CC_VAR_DIR", BASE_DIR / "var")
 _PLACEHOLDER_KEYS = {"change-me-in-production", "change-me", "changeme", "secret", "insecure"}
 
 
+def _redis_retry() -> object:
+    """The channel layer's retry: a command that met a closed connection is sent again on a
+    new one, up to three times within about a second; other errors are not retried."""
+    from redis.asyncio.retry import Retry
+    from redis.backoff import ExponentialWithJitterBackoff
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    return Retry(ExponentialWithJitterBackoff(base=0.05, cap=0.5), 3, (RedisConnectionError,))
+
+
 def _secret_key() -> str:
     """SECRET_KEY from the environment, else (embedded mode) the one generated into
     ``var/secret_key``.
@@ -218,6 +228,11 @@ if MODE == "distributed":
                         "socket_connect_timeout": 5.0,
                         "socket_keepalive": True,
                         "health_check_interval": 30,
+                        # A connection kept in the pool outlives a Redis restart, and the first
+                        # command on it finds its socket closed: it is sent again on a new one
+                        # (redis-py's asyncio connections retry nothing unless told to), or a
+                        # page's socket opened right after the restart died on it.
+                        "retry": _redis_retry(),
                         # Hundreds of sockets join their groups at once after a restart; the
                         # pool's default of 100 answered the rest with "Too many connections".
                         "max_connections": envint("CHANNELS_REDIS_MAX_CONNECTIONS", 1000),

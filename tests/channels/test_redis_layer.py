@@ -194,3 +194,38 @@ def test_an_interrupted_receive_loses_nothing_and_a_delivered_message_is_not_rep
             await layer.flush()
 
     assert asyncio.run(run()) == [0, 1, 2]
+
+
+def test_the_first_commands_after_a_redis_restart_reach_the_new_server() -> None:
+    """The pool's connections outlive a Redis restart: the first command on each finds its
+    socket closed. It is sent again on a new connection (the settings' retry), so the group a
+    page joins after the restart and the event sent to it are not lost to a stale socket."""
+    from tests.stack import RedisServer
+
+    server = RedisServer()
+    server.start()
+    host = {**settings.CHANNEL_LAYERS["default"]["CONFIG"]["hosts"][0], "address": server.url}
+
+    async def run() -> list[Any]:
+        layer = FewerTripsRedisChannelLayer(hosts=[host], prefix="cc-test-restart")
+        try:
+            before = await layer.new_channel()
+            await layer.group_add("g", before)
+            await layer.group_send("g", {"type": "t", "n": 1})
+            got = [(await asyncio.wait_for(layer.receive(before), 5))["n"]]
+            # Several pooled connections at once, each of them stale after the restart.
+            await asyncio.gather(*(layer.connection(0).ping() for _ in range(4)))
+            await asyncio.to_thread(server.restart)
+            after = await layer.new_channel()
+            await layer.group_add("g", after)
+            await layer.group_send("g", {"type": "t", "n": 2})
+            got.append((await asyncio.wait_for(layer.receive(after), 5))["n"])
+            got.append(await asyncio.gather(*(layer.connection(0).ping() for _ in range(4))))
+            return got
+        finally:
+            await layer.flush()
+
+    try:
+        assert asyncio.run(run()) == [1, 2, [True] * 4]
+    finally:
+        server.stop()
