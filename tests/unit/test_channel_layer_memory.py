@@ -8,12 +8,20 @@ import asyncio
 from infra.layers import ThreadSafeInMemoryChannelLayer
 
 
+async def _waiting_receive() -> tuple[
+    ThreadSafeInMemoryChannelLayer, str, asyncio.Future[dict[str, object]]
+]:
+    """A layer, a new channel and a receive waiting on it (a socket's)."""
+    layer = ThreadSafeInMemoryChannelLayer()
+    name = await layer.new_channel()
+    waiting = asyncio.ensure_future(layer.receive(name))
+    await asyncio.sleep(0.01)
+    return layer, name, waiting
+
+
 def test_it_forgets_a_closed_sockets_channel() -> None:
     async def run() -> dict[str, object]:
-        layer = ThreadSafeInMemoryChannelLayer()
-        name = await layer.new_channel()
-        waiting = asyncio.ensure_future(layer.receive(name))
-        await asyncio.sleep(0.01)
+        layer, name, waiting = await _waiting_receive()
         waiting.cancel()
         await asyncio.gather(waiting, return_exceptions=True)
         return dict(layer._channels)
@@ -23,10 +31,7 @@ def test_it_forgets_a_closed_sockets_channel() -> None:
 
 def test_it_keeps_a_channel_with_messages_waiting() -> None:
     async def run() -> int:
-        layer = ThreadSafeInMemoryChannelLayer()
-        name = await layer.new_channel()
-        waiting = asyncio.ensure_future(layer.receive(name))
-        await asyncio.sleep(0.01)
+        layer, name, waiting = await _waiting_receive()
         waiting.cancel()
         await asyncio.gather(waiting, return_exceptions=True)
         await layer.send(name, {"type": "x"})
@@ -40,10 +45,7 @@ def test_a_message_sent_on_the_receivers_loop_wakes_it_without_the_self_pipe() -
     once, not through ``call_soon_threadsafe`` (a self-pipe write and a wake-up per event)."""
 
     async def run() -> tuple[dict[str, object], int]:
-        layer = ThreadSafeInMemoryChannelLayer()
-        name = await layer.new_channel()
-        waiting = asyncio.ensure_future(layer.receive(name))
-        await asyncio.sleep(0.01)
+        layer, name, waiting = await _waiting_receive()
         loop = asyncio.get_running_loop()
         calls = []
         threadsafe = loop.call_soon_threadsafe
@@ -56,10 +58,7 @@ def test_a_message_sent_on_the_receivers_loop_wakes_it_without_the_self_pipe() -
 
 def test_a_message_sent_from_another_thread_wakes_the_receiver_on_its_loop() -> None:
     async def run() -> dict[str, object]:
-        layer = ThreadSafeInMemoryChannelLayer()
-        name = await layer.new_channel()
-        waiting = asyncio.ensure_future(layer.receive(name))
-        await asyncio.sleep(0.01)
+        layer, name, waiting = await _waiting_receive()
         await asyncio.to_thread(asyncio.run, layer.send(name, {"type": "y"}))
         return await asyncio.wait_for(waiting, 2)
 
