@@ -135,17 +135,23 @@ class AgentRunner:
     def _warm_up(self) -> None:
         """Import what a first round needs before taking rounds (the provider SDKs take
         seconds to import, the tool schemas are built once): otherwise the first person to
-        write after a start waits for it."""
-        from chat_app.providers import PROVIDERS, provider_class
+        write after a start waits for it. Only the SDKs of the kinds of provider configured
+        (OpenAI's when none is yet): Anthropic's alone holds ~40 MiB in every runner, and a
+        kind added later is imported by its first round."""
+        from chat_app.providers import provider_class
+        from chat_app.selectors import provider_kinds_configured
         from chat_app.services.tool_specs import tool_specs
         from tools_app import selectors
 
-        for kind in PROVIDERS:
-            provider_class(kind)
         try:
+            for kind in provider_kinds_configured():
+                provider_class(kind)
             tool_specs(selectors.enabled_tools(), strict=True)
-        except Exception:  # a database not migrated yet: the first round builds them
-            logger.warning("agent runner: could not build the tool schemas ahead", exc_info=True)
+        except Exception:  # a database not migrated yet: the first round does it
+            logger.warning(
+                "agent runner: could not import the provider SDKs or build the tool schemas ahead",
+                exc_info=True,
+            )
         finally:
             close_old_connections()
 

@@ -8,7 +8,7 @@ from django.db.models import Prefetch, Q, QuerySet, Subquery
 from django.template.loader import render_to_string
 
 from chat_app.agent_kinds import turn_plan_html
-from chat_app.models import Conversation, Message, Turn
+from chat_app.models import Conversation, Message, Provider, Turn
 from chat_app.turn_tree import BranchInfo, TurnTree, turn_tree  # noqa: F401  (re-exported)
 from infra import access
 from infra.prepared import Prepared
@@ -165,3 +165,10 @@ def conversation_snapshot(conversation: Conversation) -> dict[str, Any]:
         "turn_id": turn.pk if turn else None,
         "html": html,
     }
+
+
+def provider_kinds_configured() -> list[str]:
+    """The kinds of LLM provider the admins configured (OpenAI's, the default, when none is
+    yet): those whose SDK a runner imports ahead of its first round."""
+    kinds = set(Provider.objects.values_list("kind", flat=True).distinct())
+    return sorted(kinds & set(Provider.Kind.values)) or [Provider.Kind.OPENAI.value]

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from platform_app.memory import LOCAL_MODEL_NAME
 from tools_app.errors import ToolError
 
 if TYPE_CHECKING:
@@ -49,9 +50,7 @@ def normalise(vectors: np.ndarray) -> np.ndarray:
 class LocalEmbedder:
     @property
     def id(self) -> str:
-        from platform_app.memory.minilm import MODEL_NAME
-
-        return f"local:{MODEL_NAME}"
+        return f"local:{LOCAL_MODEL_NAME}"
 
     def embed(self, texts: list[str]) -> np.ndarray:
         from platform_app.memory.minilm import ModelMissing, get_model

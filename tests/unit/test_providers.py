@@ -670,3 +670,22 @@ def test_the_openai_body_splices_each_tools_kept_json_into_the_request() -> None
     assert json.loads(request_body(request, tools)) == expected
     assert json.loads(request_body(request, tools)) == expected  # from the kept JSON
     assert json.loads(request_body(request, None)) == request
+
+
+@pytest.mark.django_db
+def test_a_runner_warms_up_the_sdks_of_the_provider_kinds_configured(monkeypatch) -> None:
+    from chat_app import providers
+    from chat_app.models import Provider
+    from chat_app.runner import AgentRunner
+    from chat_app.selectors import provider_kinds_configured
+
+    assert provider_kinds_configured() == ["openai"]  # none yet: the default kind's
+    Provider.objects.create(name="local", kind="openai", base_url="http://x/v1", model="m")
+    assert provider_kinds_configured() == ["openai"]
+    Provider.objects.create(name="claude", kind="anthropic", model="claude-x")
+    assert provider_kinds_configured() == ["anthropic", "openai"]
+    Provider.objects.filter(kind="openai").delete()
+    warmed: list[str] = []
+    monkeypatch.setattr(providers, "provider_class", lambda kind: warmed.append(kind))
+    AgentRunner()._warm_up()
+    assert warmed == ["anthropic"]
