@@ -23,8 +23,9 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.utils.translation import gettext as _
 
-# Authlib and joserfc (~17 MiB) are imported by the functions that use them: the login page's
-# views import this module in every process, and most deployments never sign in through SSO.
+# Authlib and joserfc (~17 MiB with what they import) are imported by the functions that use
+# them: the login page's views import this module in every process, and most deployments never
+# sign in through SSO.
 
 logger = logging.getLogger(__name__)
 
