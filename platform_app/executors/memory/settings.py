@@ -63,13 +63,14 @@ def memory_status(settings: Any) -> tuple[str, str, str]:
     if settings.embedder == "none":
         return "unknown", "full-text only", "no embedder configured: search is full-text only"
     if settings.embedder == "local":
-        from platform_app.memory.minilm import MODEL_NAME, ModelMissing, model_dir
+        from platform_app.memory import LOCAL_MODEL_NAME
+        from platform_app.memory.minilm import ModelMissing, model_dir
 
         try:
             path = model_dir()
         except ModelMissing as exc:
             return "bad", "local embedder", str(exc)
-        return "ok", f"local {MODEL_NAME}", f"hybrid search; model files in {path}"
+        return "ok", f"local {LOCAL_MODEL_NAME}", f"hybrid search; model files in {path}"
     provider = settings.embedding_provider or "default provider"
     return "unknown", f"{provider}: {settings.embedding_model}", "hybrid search via /v1/embeddings"
 
