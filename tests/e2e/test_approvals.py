@@ -5,16 +5,28 @@ it with a note, and the member's card updates live."""
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import Group
 from playwright.sync_api import expect
 
+from tests.approvals.conftest import approver_mode
 from tests.e2e.conftest import docs_shot, login, other_app_servers_paused, wait_connected
+from tests.e2e.test_approval_pages import leads_of, signed_in
 from tests.llm_server import Call, Reply
 from tools_app.models import AuditRecord, ToolCall, ToolFunctionConfig
 
 pytestmark = [pytest.mark.e2e, pytest.mark.modes]
+
+
+def asks_and_waits(page: Any, text: str) -> Any:
+    """alice's question on her chat page; its ``current_time`` card waits for the leads."""
+    page.get_by_label("Message").fill(text)
+    page.get_by_role("button", name="Send").click()
+    card = page.locator(".toolcall", has=page.locator(".tool-name", has_text="current_time"))
+    expect(card.locator(".approval-waiting")).to_have_text("Waiting for approval by: leads")
+    return card
 
 
 def test_an_approver_approves_a_members_call_from_the_approvals_page(
@@ -47,10 +59,7 @@ def test_an_approver_approves_a_members_call_from_the_approvals_page(
         approver.wait_for_function("document.body.dataset.approvalsConnected === 'true'")
         expect(approver.get_by_text("Nothing waits for you.")).to_be_visible()
         # alice asks; her card says who must decide, with no buttons for her.
-        page.get_by_label("Message").fill("What time is it in Paris?")
-        page.get_by_role("button", name="Send").click()
-        card = page.locator(".toolcall", has=page.locator(".tool-name", has_text="current_time"))
-        expect(card.locator(".approval-waiting")).to_have_text("Waiting for approval by: leads")
+        card = asks_and_waits(page, "What time is it in Paris?")
         expect(card.get_by_role("button", name="Approve")).to_have_count(0)
         # It appears on bob's page without a reload, and his badge counts it.
         item = approver.locator(".approval-item")
@@ -85,28 +94,16 @@ def test_an_approver_typing_a_note_keeps_it_and_the_focus_while_another_call_arr
 ):
     """The Approvals page follows the queue live without touching the item someone is typing
     in: a new call appears below it, and the note goes on where the approver left it."""
-    leads = Group.objects.create(name="leads")
-    leads.user_set.add(other_user)
-    config = ToolFunctionConfig.objects.create(name="current_time", approval_mode="approver")
-    config.approver_groups.set([leads])
+    approver_mode("current_time", leads_of(other_user))
     llm.script(
         Reply(calls=[Call("current_time", {"timezone": "Europe/Paris"})]),
         Reply(calls=[Call("current_time", {"timezone": "Asia/Tokyo"})]),
     )
-    approver_context = browser.new_context(
-        base_url=app_server, viewport={"width": 1280, "height": 860}
-    )
-    approver = approver_context.new_page()
-    approver.set_default_timeout(15_000)
-    try:
-        login(page, "alice", "alice-password-1")
-        wait_connected(page)
-        page.get_by_label("Message").fill("What time is it in Paris?")
-        page.get_by_role("button", name="Send").click()
-        card = page.locator(".toolcall", has=page.locator(".tool-name", has_text="current_time"))
-        expect(card.locator(".approval-waiting")).to_have_text("Waiting for approval by: leads")
-        first = ToolCall.objects.get(tool="current_time")
-        login(approver, "bob", "bob-password-1")
+    login(page, "alice", "alice-password-1")
+    wait_connected(page)
+    asks_and_waits(page, "What time is it in Paris?")
+    first = ToolCall.objects.get(tool="current_time")
+    with signed_in(browser, app_server, "bob", "bob-password-1") as approver:
         approver.goto("/approvals/")
         approver.wait_for_function("document.body.dataset.approvalsConnected === 'true'")
         note = approver.locator(f"#approval-note-{first.pk}")
@@ -117,14 +114,11 @@ def test_an_approver_typing_a_note_keeps_it_and_the_focus_while_another_call_arr
         page.get_by_role("button", name="+ New conversation").click()
         page.wait_for_url(lambda now: now != url)
         wait_connected(page)
-        page.get_by_label("Message").fill("And in Tokyo?")
-        page.get_by_role("button", name="Send").click()
+        asks_and_waits(page, "And in Tokyo?")
         expect(approver.locator(".approval-item")).to_have_count(2)
         expect(note).to_be_focused()
         approver.keyboard.type(", it is harmless.")
         expect(note).to_have_value("Fine, it is harmless.")
-    finally:
-        approver_context.close()
 
 
 def test_a_call_nobody_decides_expires_and_the_members_card_says_so(
@@ -141,10 +135,7 @@ def test_a_call_nobody_decides_expires_and_the_members_card_says_so(
     )
     login(page, "alice", "alice-password-1")
     wait_connected(page)
-    page.get_by_label("Message").fill("What time is it in Paris?")
-    page.get_by_role("button", name="Send").click()
-    card = page.locator(".toolcall", has=page.locator(".tool-name", has_text="current_time"))
-    expect(card.locator(".approval-waiting")).to_have_text("Waiting for approval by: leads")
+    card = asks_and_waits(page, "What time is it in Paris?")
     # Nobody decides: make the call 31 minutes old instead of waiting half an hour. The next
     # maintenance pass of this page's server denies it (one every ~7 s; on a loaded CI machine
     # a pass that talks to the Docker engine and the browser pool can take longer). The
