@@ -35,6 +35,7 @@ from kombu.mixins import ConsumerMixin
 from chat_app.services.live import RoundSupervisor
 from chat_app.services.turns import AGENT_ROUND_TASK
 from infra import metrics
+from infra.event_loop import new_event_loop
 from infra.logs import log_context
 
 logger = logging.getLogger(__name__)
@@ -267,7 +268,7 @@ class AgentRunner:
     # --- threads ------------------------------------------------------------------------
 
     def _run_loop(self) -> None:
-        loop = asyncio.new_event_loop()
+        loop = new_event_loop()  # uvloop where installed (infra.event_loop)
         asyncio.set_event_loop(loop)
         loop.set_default_executor(
             ThreadPoolExecutor(max_workers=self.db_threads, thread_name_prefix="agent-db")

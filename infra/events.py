@@ -11,7 +11,7 @@ import asyncio
 import logging
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from typing import Any, Self
 
@@ -92,11 +92,36 @@ class _Publisher:
     def submit(self, groups: list[str], payload: dict[str, Any]) -> Future[None]:
         """Queue an event; the future returned is done once it is sent (cancelling it does
         not stop the event)."""
+        layer = get_channel_layer()
+        send_now = getattr(layer, "group_send_now", None)
+        if send_now is not None:
+            # Embedded mode's layer is a lock and deques: the event is put in every
+            # receiver's channel here, in this thread, in the order of the calls. A hop to
+            # the publishing thread (and back to a caller who waits) would only cost two
+            # thread switches per event; the order is the same, since the queue below is
+            # only ever fed in call order too.
+            _send_now(send_now, groups, {"type": "cc.event", "payload": payload})
+            return _SENT
         loop = self._start()
         done: Future[None] = Future()
         loop.call_soon_threadsafe(self._queue.put_nowait, (groups, payload, done))
         return done
 
+
+def _send_now(
+    send_now: Callable[[str, dict[str, Any]], None], groups: list[str], message: dict[str, Any]
+) -> None:
+    for group in groups:
+        try:
+            send_now(group, message)
+        except Exception:  # as in apublish: a broken layer must not break a tool call
+            logger.warning(
+                "could not publish %s to %s", message["payload"].get("type"), group, exc_info=True
+            )
+
+
+_SENT: Future[None] = Future()
+_SENT.set_result(None)
 
 _publisher = _Publisher()
 
@@ -107,7 +132,9 @@ async def apublish_in_order(groups: Iterable[str], payload: dict[str, Any]) -> N
     one was queued without waiting."""
     groups = list(groups)
     if groups:
-        await asyncio.wrap_future(_publisher.submit(groups, payload))
+        sent = _publisher.submit(groups, payload)
+        if not sent.done():  # wrapping a done one would still cost a wake-up of this loop
+            await asyncio.wrap_future(sent)
 
 
 PUBLISH_TIMEOUT = 30.0

@@ -121,6 +121,11 @@ class ThreadSafeInMemoryChannelLayer(BaseChannelLayer):
                     self._groups.pop(group, None)
 
     async def group_send(self, group: str, message: dict[str, Any]) -> None:
+        self.group_send_now(group, message)
+
+    def group_send_now(self, group: str, message: dict[str, Any]) -> None:
+        """``group_send`` without a loop: it never waits, so any thread may call it, and the
+        message is in its receivers' channels when it returns (``infra.events.publish``)."""
         assert isinstance(message, dict), "message is not a dict"
         self.require_valid_group_name(group)
         with self._lock:

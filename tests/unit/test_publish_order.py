@@ -58,3 +58,60 @@ def test_the_persons_message_goes_out_before_the_round_is_queued(
     turns.turn_start(conversation=conversation, user_id=user.pk, text="what time is it?")
 
     assert order == ["message user", "round queued"]
+
+
+def test_embedded_events_go_straight_into_the_layer_from_the_callers_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 38: in embedded mode an event published from a worker's or a database thread is
+    put into its receivers' channels by that thread, in the order of the calls, and is there
+    when ``publish`` returns; the publishing thread (a hop there, and one back to a caller
+    who waits) is not used. Its order with the runner's tokens holds as above."""
+    from infra import events
+    from infra.layers import ThreadSafeInMemoryChannelLayer
+
+    layer = ThreadSafeInMemoryChannelLayer()
+    monkeypatch.setattr(events, "get_channel_layer", lambda: layer)
+
+    def no_publishing_thread(self: object) -> None:
+        raise AssertionError("the publishing thread was used")
+
+    monkeypatch.setattr(events._Publisher, "_start", no_publishing_thread)
+
+    async def run() -> tuple[list[object], list[bool]]:
+        group = "straight"
+        channel = await layer.new_channel()
+        await layer.group_add(group, channel)
+        done = []
+        for n in range(5):
+            sent = await asyncio.to_thread(publish, [group], {"type": "card", "n": n}, wait=False)
+            done.append(sent.done())
+            await asyncio.to_thread(publish, [group], {"type": "message", "n": n})
+            await apublish_in_order([group], {"type": "token", "n": n})
+        got = [
+            (event["payload"]["type"], event["payload"]["n"])
+            for event in [await asyncio.wait_for(layer.receive(channel), 2) for _ in range(15)]
+        ]
+        return got, done
+
+    got, done = asyncio.run(run())
+    assert got == [(kind, n) for n in range(5) for kind in ("card", "message", "token")]
+    assert done == [True] * 5
+
+
+def test_a_broken_embedded_layer_is_logged_and_does_not_break_the_caller(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from infra import events
+
+    class Broken:
+        def group_send_now(self, group: str, message: dict[str, Any]) -> None:
+            raise RuntimeError("layer gone")
+
+    monkeypatch.setattr(events, "get_channel_layer", lambda: Broken())
+    sent = publish(["g1", "g2"], {"type": "card"})
+    assert sent.done()
+    assert [r.getMessage() for r in caplog.records] == [
+        "could not publish card to g1",
+        "could not publish card to g2",
+    ]
