@@ -55,7 +55,8 @@ async def apublish(groups: Iterable[str], payload: dict[str, Any]) -> None:
 
 class _Publisher:
     """Publishing from sync code: one long-lived event loop thread per process, fed through
-    one queue so events leave in the order they were published.
+    one queue so events leave in the order they were published. A layer that can send
+    without a loop (``group_send_now``: embedded mode's) is given each event at once instead.
 
     ``async_to_sync`` would start a fresh loop per call, and channels_redis keeps its Redis
     connections per loop, so every event would pay for a new connection. ``wait=False`` lets a
