@@ -42,7 +42,8 @@ def message_event(message: Message, calls: list[Any] | None = None) -> dict[str,
 
 def message_publish(message: Message, *, calls: list[Any] | None = None, wait: bool = True) -> None:
     """``wait=False``: queue the event and go on; what this process publishes later still
-    follows it (tokens too: ``token_publish`` goes through the same queue)."""
+    follows it (tokens too: ``token_publish`` goes through the same queue, and in embedded
+    mode both are in the receivers' channels when the call returns)."""
     publish([conversation_group(message.conversation_id)], message_event(message, calls), wait=wait)
 
 

@@ -25,6 +25,7 @@ from infra.env import (
     envsize,
     envstr,
 )
+from infra.event_loop import LOOPS as EVENT_LOOPS
 from infra.secret_key import secret_key_read_or_create
 
 # Loading this module reads the environment and nothing else, except the one write below
@@ -286,6 +287,9 @@ EMBEDDED_WORKER_CONCURRENCY = envint("EMBEDDED_WORKER_CONCURRENCY", 16, minimum=
 # do their short database work.
 AGENT_RUNNER_CAPACITY = envint("AGENT_RUNNER_CAPACITY", 1000, minimum=1)
 AGENT_RUNNER_DB_THREADS = envint("AGENT_RUNNER_DB_THREADS", 8, minimum=1)
+# The web server's and the agent runner's event loop (infra/event_loop.py reads it, before
+# Django's apps load); checked here too, so that every process refuses a misspelt one.
+CC_EVENT_LOOP = envchoice("CC_EVENT_LOOP", EVENT_LOOPS, "uvloop")
 AGENT_RUNNER_SHUTDOWN_GRACE = envint("AGENT_RUNNER_SHUTDOWN_GRACE", 30, minimum=0)
 
 # --- auth, static, i18n ---------------------------------------------------------------------

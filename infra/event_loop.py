@@ -1,4 +1,4 @@
-"""The event loops of the two loops a turn lives on: the web server's and the agent runner's.
+"""Which event loop runs the two a turn lives on: the web server's and the agent runner's.
 
 Both run on uvloop (libuv's loop for asyncio: the same API, with its transports, timers and
 wake-ups from other threads in C) where it is installed. A turn crosses them many times (a
@@ -11,12 +11,17 @@ stay the standard library's: they drive subprocesses and SDKs tested on it.
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
+
+from infra.env import envchoice
+
+LOOPS = ("uvloop", "asyncio")
 
 
 def uvloop_wanted() -> bool:
-    if os.environ.get("CC_EVENT_LOOP", "uvloop") == "asyncio":
+    """``CC_EVENT_LOOP`` (another value than those of ``LOOPS`` stops the process with the
+    choices); uvloop only where it is installed (pyproject leaves it out on Windows)."""
+    if envchoice("CC_EVENT_LOOP", LOOPS, "uvloop") == "asyncio":
         return False
     try:
         import uvloop  # noqa: F401
@@ -41,4 +46,6 @@ def web_loop_install(argv: list[str]) -> None:
     if len(argv) > 1 and argv[1] == "serve" and "twisted.internet.reactor" not in sys.modules:
         from twisted.internet import asyncioreactor
 
+        # Daphne's module still makes a standard loop of its own when imported; it stays
+        # unused (and so does Daphne's ASGI_THREADS, which only sizes that loop's executor).
         asyncioreactor.install(new_event_loop())

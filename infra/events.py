@@ -92,9 +92,12 @@ class _Publisher:
 
     def submit(self, groups: list[str], payload: dict[str, Any]) -> Future[None]:
         """Queue an event; the future returned is done once it is sent (cancelling it does
-        not stop the event)."""
-        layer = get_channel_layer()
-        send_now = getattr(layer, "group_send_now", None)
+        not stop the event). In embedded mode it is sent before this returns, and the future
+        is one shared done future: callers only ever wait on it."""
+        try:
+            send_now = getattr(get_channel_layer(), "group_send_now", None)
+        except Exception:  # a layer that cannot be built: the queue below logs it per event
+            send_now = None
         if send_now is not None:
             # Embedded mode's layer is a lock and deques: the event is put in every
             # receiver's channel here, in this thread, in the order of the calls. A hop to
@@ -143,7 +146,8 @@ PUBLISH_TIMEOUT = 30.0
 
 def publish(groups: Iterable[str], payload: dict[str, Any], *, wait: bool = True) -> Future[None]:
     """Publish from sync code. ``wait=False``: queue it (in order) and return at once; the
-    future returned is done once it is sent (``published_wait``)."""
+    future returned is done once it is sent (``published_wait``). In embedded mode it is in
+    its receivers' channels when this returns either way."""
     groups = list(groups)
     if groups:
         try:

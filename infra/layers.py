@@ -56,19 +56,23 @@ class ThreadSafeInMemoryChannelLayer(BaseChannelLayer):
 
     def _put(self, channel: str, message: dict[str, Any]) -> None:
         with self._lock:
-            chan = self._channels.setdefault(channel, _Channel())
-            self._expire(chan)
-            if len(chan.messages) >= self.get_capacity(channel):
-                raise ChannelFull(channel)
-            chan.messages.append((time.monotonic() + self.expiry, dict(message)))
-            while chan.waiters:
-                loop, fut = chan.waiters.popleft()
-                if not fut.done():
-                    if asyncio.events._get_running_loop() is loop:
-                        _wake(fut)  # on the receiver's own loop: no self-pipe write
-                    else:
-                        loop.call_soon_threadsafe(_wake, fut)
-                    break
+            waiter = self._append(channel, message)
+        _wake_on_its_loop(waiter)
+
+    def _append(
+        self, channel: str, message: dict[str, Any]
+    ) -> tuple[asyncio.AbstractEventLoop, asyncio.Future[None]] | None:
+        """Under the lock: the message into the channel; the receiver to wake, if one waits."""
+        chan = self._channels.setdefault(channel, _Channel())
+        self._expire(chan)
+        if len(chan.messages) >= self.get_capacity(channel):
+            raise ChannelFull(channel)
+        chan.messages.append((time.monotonic() + self.expiry, dict(message)))
+        while chan.waiters:
+            loop, fut = chan.waiters.popleft()
+            if not fut.done():
+                return loop, fut
+        return None
 
     async def receive(self, channel: str) -> dict[str, Any]:
         self.require_valid_channel_name(channel)
@@ -125,15 +129,20 @@ class ThreadSafeInMemoryChannelLayer(BaseChannelLayer):
 
     def group_send_now(self, group: str, message: dict[str, Any]) -> None:
         """``group_send`` without a loop: it never waits, so any thread may call it, and the
-        message is in its receivers' channels when it returns (``infra.events.publish``)."""
+        message is in its receivers' channels when it returns (``infra.events.publish``).
+        One hold of the lock puts it into every member's channel, so two sends to a group
+        reach all its members in the same order; the receivers are woken after it."""
         assert isinstance(message, dict), "message is not a dict"
         self.require_valid_group_name(group)
+        waiters = []
         with self._lock:
             cutoff = time.monotonic() - self.group_expiry
             members = [c for c, added in self._groups.get(group, {}).items() if added >= cutoff]
-        for channel in members:
-            with contextlib.suppress(ChannelFull):  # a slow consumer must not block others
-                self._put(channel, message)
+            for channel in members:
+                with contextlib.suppress(ChannelFull):  # a slow consumer must not block others
+                    waiters.append(self._append(channel, message))
+        for waiter in waiters:
+            _wake_on_its_loop(waiter)
 
     async def flush(self) -> None:
         with self._lock:
@@ -152,3 +161,16 @@ class ThreadSafeInMemoryChannelLayer(BaseChannelLayer):
 def _wake(fut: asyncio.Future[None]) -> None:
     if not fut.done():
         fut.set_result(None)
+
+
+def _wake_on_its_loop(
+    waiter: tuple[asyncio.AbstractEventLoop, asyncio.Future[None]] | None,
+) -> None:
+    if waiter is None:
+        return
+    loop, fut = waiter
+    if asyncio.events._get_running_loop() is loop:
+        _wake(fut)  # on the receiver's own loop: no self-pipe write
+        return
+    with contextlib.suppress(RuntimeError):  # its loop is closed: nobody left to wake
+        loop.call_soon_threadsafe(_wake, fut)

@@ -9,10 +9,18 @@ import sys
 import threading
 
 import pytest
-import uvloop
 
 from infra.event_loop import new_event_loop
 from tests.conftest import ROOT, child_env
+
+uvloop = pytest.importorskip("uvloop")  # not built for Windows (pyproject's marker)
+
+
+@pytest.fixture(autouse=True)
+def default_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a deployment gets without setting ``CC_EVENT_LOOP``."""
+    monkeypatch.delenv("CC_EVENT_LOOP", raising=False)
+
 
 # What ``manage.py serve`` does before Django's apps load, then the apps (Daphne's among them,
 # which installs Twisted's reactor on a standard loop unless one is installed).
@@ -27,15 +35,22 @@ print(type(reactor._asyncioEventloop).__module__)
 """
 
 
-def _serve_loop(command: str, **env: str) -> str:
-    done = subprocess.run(
+def _serve(command: str, **env: str) -> subprocess.CompletedProcess[str]:
+    environment = {**child_env(), **env}
+    if "CC_EVENT_LOOP" not in env:
+        environment.pop("CC_EVENT_LOOP", None)
+    return subprocess.run(
         [sys.executable, "-c", SERVE.format(command=command)],
         cwd=ROOT,
-        env={**child_env(), **env},
+        env=environment,
         capture_output=True,
         text=True,
         timeout=120,
     )
+
+
+def _serve_loop(command: str, **env: str) -> str:
+    done = _serve(command, **env)
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
 
@@ -46,6 +61,12 @@ def test_the_web_server_runs_on_uvloop() -> None:
 
 def test_an_operator_can_keep_the_standard_loop() -> None:
     assert _serve_loop("serve", CC_EVENT_LOOP="asyncio") == "asyncio.unix_events"
+
+
+def test_a_misspelt_choice_stops_the_server_with_the_choices() -> None:
+    done = _serve("serve", CC_EVENT_LOOP="std")
+    assert done.returncode != 0
+    assert "CC_EVENT_LOOP='std' must be one of uvloop, asyncio" in done.stderr
 
 
 def test_other_commands_leave_the_loop_alone() -> None:

@@ -29,6 +29,7 @@ class Command(BaseCommand):
     def handle(
         self, *args: Any, host: str, port: int, no_worker: bool, no_beat: bool, **options: Any
     ) -> None:
+        from channels.layers import get_channel_layer
         from channels.routing import get_default_application
         from daphne.endpoints import build_endpoint_description_strings
 
@@ -42,6 +43,10 @@ class Command(BaseCommand):
         if settings.SERVE_MALLOC_ARENAS:
             # Before any thread starts: its arenas are the ones that fragment.
             malloc_arenas_limit(settings.SERVE_MALLOC_ARENAS)
+        # The channel layer is built here, before any thread of ours publishes: Channels'
+        # registry builds it on first use without a lock, and a second one built by a racing
+        # thread would take events no socket listens to.
+        get_channel_layer()
         observability_start("web")  # its metrics: /metrics; traces if OTEL_* say so
         if settings.DATABASES["default"].get("CONN_MAX_AGE") is None:
             from django.core.signals import request_finished
