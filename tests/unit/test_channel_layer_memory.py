@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from infra.layers import ThreadSafeInMemoryChannelLayer
+from infra.layers import ThreadSafeInMemoryChannelLayer, _Channel
 
 
 async def _waiting_receive() -> tuple[
@@ -63,3 +63,29 @@ def test_a_message_sent_from_another_thread_wakes_the_receiver_on_its_loop() -> 
         return await asyncio.wait_for(waiting, 2)
 
     assert asyncio.run(run()) == {"type": "y"}
+
+
+def test_a_receiver_on_a_closed_loop_does_not_cost_the_others_the_event() -> None:
+    """A socket's loop that is gone (a test's, a stopped thread's) left its waiter behind:
+    waking it raises, and the members after it in the group missed the event."""
+    layer = ThreadSafeInMemoryChannelLayer()
+    gone = asyncio.new_event_loop()
+
+    async def wait_on_the_gone_loop() -> None:
+        name = await layer.new_channel()
+        await layer.group_add("g", name)
+        # what a receive leaves waiting on its channel (without a task to outlive the loop)
+        layer._channels.setdefault(name, _Channel()).waiters.append((gone, gone.create_future()))
+
+    gone.run_until_complete(wait_on_the_gone_loop())
+    gone.close()
+
+    async def run() -> dict[str, object]:
+        name = await layer.new_channel()
+        await layer.group_add("g", name)
+        waiting = asyncio.ensure_future(layer.receive(name))
+        await asyncio.sleep(0.01)
+        await asyncio.to_thread(layer.group_send_now, "g", {"type": "x"})
+        return await asyncio.wait_for(waiting, 2)
+
+    assert asyncio.run(run()) == {"type": "x"}
