@@ -151,6 +151,7 @@ class AnthropicProvider(LLMProvider):
             api_key=api_key or "not-needed",
             timeout=sdk_timeout(timeout),
             max_retries=0,
+            http_client=anthropic.DefaultAioHttpClient(timeout=sdk_timeout(timeout)),
         )
 
     async def stream(

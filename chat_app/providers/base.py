@@ -32,6 +32,7 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, TypeVar
 
+import aiohttp
 import httpx2
 import jsonschema
 
@@ -419,6 +420,12 @@ def _exception_chain(exc: BaseException) -> list[BaseException]:
     while current is not None and current not in chain:
         chain.append(current)
         current = current.__cause__ or current.__context__
+    # The SDKs' aiohttp transport re-raises aiohttp's errors as httpx errors through a coarse
+    # map (any lost connection, a refused one included, becomes ConnectTimeout): where
+    # aiohttp's own error is in the chain, it and what it wraps say what happened.
+    for at, link in enumerate(chain):
+        if isinstance(link, aiohttp.ClientError):
+            return chain[at:]
     return chain
 
 

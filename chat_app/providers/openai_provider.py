@@ -62,6 +62,7 @@ class OpenAIProvider(LLMProvider):
             api_key=api_key or "not-needed",
             timeout=sdk_timeout(timeout),
             max_retries=0,
+            http_client=openai.DefaultAioHttpClient(timeout=sdk_timeout(timeout)),
         )
 
     async def stream(

@@ -496,6 +496,46 @@ async def test_it_explains_an_unreachable_server(kind: str) -> None:
 
 
 @pytest.mark.parametrize("kind", KINDS)
+async def test_it_explains_a_host_name_that_does_not_resolve(kind: str) -> None:
+    base_url = "http://no-such-host.invalid" + ("/v1" if kind == "openai" else "")
+    client = make_provider(kind, base_url=base_url, api_key="", model="m", timeout=5)
+    with pytest.raises(ProviderError) as caught:
+        await collect(client)
+    words = "the host name does not resolve"
+    assert caught.value.message == f"cannot reach the LLM at {base_url}: {words}"
+    assert caught.value.retryable
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_connection_reset_mid_reply_is_not_called_a_timeout(
+    llm: ScriptedLLM, kind: str
+) -> None:
+    # The SDKs' aiohttp transport re-raises some lost connections as httpx's ConnectTimeout
+    # (a refused one does fail as a timeout without chat_app.providers.base reading aiohttp's
+    # own error): a reset stays a broken reply, whatever the wrapper's name.
+    llm.script(Reply(text="half an answer", reset_after_text=True))
+    with pytest.raises(ProviderError) as caught:
+        await collect(provider(llm, kind, timeout=30.0))
+    assert "broke mid-reply" in caught.value.message, caught.value.message
+    assert "30 s" not in caught.value.message
+    assert caught.value.retryable
+
+
+@pytest.mark.parametrize("cls", [OpenAIProvider, AnthropicProvider])
+async def test_the_sdk_clients_stream_over_the_sdks_aiohttp_transport(
+    cls: type[LLMProvider],
+) -> None:
+    # httpx's pure-Python HTTP/1.1 parser cost a streamed reply ~1.6 ms more CPU than aiohttp's
+    # (bench/HISTORY.md, issue 38): both SDKs offer aiohttp as their transport.
+    client = cls.new_sdk_client(base_url="http://127.0.0.1:9/v1", api_key="", timeout=5)
+    try:
+        transport = client._client._transport
+        assert type(transport).__name__ == "AiohttpTransport", type(transport)
+    finally:
+        await client.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
 async def test_it_explains_a_server_that_stalls(llm: ScriptedLLM, kind: str) -> None:
     llm.script(Reply(text="thinking", hang_after_text=True))
     with pytest.raises(ProviderError, match=r"stopped sending for 0\.5 s mid-reply"):
