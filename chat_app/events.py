@@ -4,15 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.template.loader import render_to_string
-
 from chat_app.models import Conversation, Message, Turn
+from chat_app.rendering import message_html
 from chat_app.turn_tree import turn_tree
 from infra.events import apublish_in_order, conversation_group, publish
-
-# The flags of the page the template also serves (a shared or audited page): a live event is
-# the owner's view. Given, not left missing: a missing name costs the engine an exception.
-_LIVE_VIEW = {"read_only": False, "shared_view": False}
 
 
 def message_event(message: Message, calls: list[Any] | None = None) -> dict[str, object]:
@@ -34,9 +29,7 @@ def message_event(message: Message, calls: list[Any] | None = None) -> dict[str,
         "role": message.role,
         "state": message.state,
         "version": message.version,
-        "html": render_to_string(
-            "chat/_message.html", {**_LIVE_VIEW, "message": message, "calls": calls}
-        ),
+        "html": message_html(message, calls),  # the owner's view: not read-only, not shared
     }
 
 

@@ -1,23 +1,31 @@
 from __future__ import annotations
 
 import json
-from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django import template
 from django.utils.formats import number_format
-from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext
 
-from chat_app.rendering import render_markdown
+from chat_app import rendering
 from chat_app.services.titles import DEFAULT_TITLE
 
 register = template.Library()
 
 
-@register.filter
-def markdown(text: str) -> SafeString:
-    return mark_safe(render_markdown(text))  # noqa: S308 - sanitised by nh3 in render_markdown
+register.filter("markdown", rendering.markdown)
+register.filter("money", rendering.money)
+
+
+@register.simple_tag(takes_context=True)
+def message_html(context: Any, message: Any, calls: Any = (), shared_view: bool = False) -> str:
+    """The message as the chat renders it (``chat_app.rendering``), with the page's flags."""
+    return rendering.message_html(
+        message,
+        calls,
+        read_only=bool(context.get("read_only")),
+        shared_view=shared_view or bool(context.get("shared_view")),
+    )
 
 
 @register.filter
@@ -81,20 +89,6 @@ def result_parts(call: Any) -> list[dict[str, str]]:
         else:
             small[key] = value
     return [{"key": "", "text": pretty_json(small)}, *blocks]
-
-
-@register.filter
-def money(value: Any) -> str:
-    """Dollars as people read them: $1.23, or four decimals below a cent ($0.0042)."""
-    try:
-        amount = Decimal(str(value or 0))
-    except (InvalidOperation, ValueError):
-        return ""
-    if amount == 0:
-        return "$0"
-    if abs(amount) < Decimal("0.01"):
-        return f"${amount:.4f}"
-    return f"${amount:,.2f}"
 
 
 @register.filter
