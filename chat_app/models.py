@@ -352,8 +352,7 @@ class Message(models.Model):
     version = models.PositiveIntegerField(default=0)
 
     # A user message's branch switcher ("‹ 2/2 ›", ``chat_app.turn_tree.BranchInfo``), set by
-    # whoever renders it; None on the others. The message template reads it on every message,
-    # and a lookup that fails costs Django's engine a chain of exceptions (issue 38).
+    # whoever renders it; None on the others. The message template reads it on every message.
     branch: Any = None
 
     class Meta:
@@ -365,7 +364,7 @@ class Message(models.Model):
     @property
     def usage_shown(self) -> dict[str, Any]:
         """``usage`` with every key the message template reads (none on a person's message or a
-        reply still streaming), for the same reason as ``branch``."""
+        reply still streaming)."""
         return {**USAGE_SHOWN, **self.usage} if isinstance(self.usage, dict) else USAGE_SHOWN
 
 
