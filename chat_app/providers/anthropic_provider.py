@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import anthropic
-import httpx2
 from anthropic.types import RawMessageStreamEvent
 
 from chat_app.providers.base import (
@@ -36,6 +35,10 @@ from chat_app.providers.base import (
     status_error,
     stream_error,
 )
+from chat_app.providers.transport import TRANSPORT_ERRORS
+
+# The SDK's connection error, and the transport's errors it lets through.
+_UNREACHED: tuple[type[Exception], ...] = (anthropic.APIConnectionError, *TRANSPORT_ERRORS)
 
 _USAGE_FIELDS = (
     "input_tokens",
@@ -190,7 +193,7 @@ class AnthropicProvider(LLMProvider):
                             yield item
         except anthropic.APIStatusError as exc:
             raise self._status_error(exc, tools_sent=bool(tools)) from exc
-        except (anthropic.APIConnectionError, httpx2.TransportError) as exc:
+        except _UNREACHED as exc:
             # The SDK does not wrap transport errors raised while reading the stream body.
             raise connection_error(
                 exc, base_url=self.base_url, timeout=self.timeout, midway=assembler.started
@@ -229,7 +232,7 @@ class AnthropicProvider(LLMProvider):
                 message = await client.messages.create(**request, extra_body=extra or None)
         except anthropic.APIStatusError as exc:
             raise self._status_error(exc, tools_sent=False) from exc
-        except (anthropic.APIConnectionError, httpx2.TransportError) as exc:
+        except _UNREACHED as exc:
             raise connection_error(exc, base_url=self.base_url, timeout=self.timeout) from exc
         except anthropic.APIError as exc:
             raise ProviderError(

@@ -32,7 +32,6 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, TypeVar
 
-import aiohttp
 import httpx2
 import jsonschema
 
@@ -409,8 +408,11 @@ def as_prebuilt_body(request: dict[str, Any], typed: tuple[str, ...]) -> dict[st
 
 def sdk_timeout(timeout: float) -> httpx2.Timeout:
     """``timeout`` bounds every wait for data (a stalled stream included); connecting gets at
-    most 10 s, so an unreachable server is reported quickly."""
-    return httpx2.Timeout(timeout, connect=min(timeout, 10.0))
+    most 10 s, so an unreachable server is reported quickly. The SDKs' aiohttp transport
+    bounds the name lookup and the wait for a pooled connection by ``pool`` (its ``connect``)
+    and only the socket's connect by ``connect``: both get the 10 s."""
+    first = min(timeout, 10.0)
+    return httpx2.Timeout(timeout, connect=first, pool=first)
 
 
 def _exception_chain(exc: BaseException) -> list[BaseException]:
@@ -422,7 +424,10 @@ def _exception_chain(exc: BaseException) -> list[BaseException]:
         current = current.__cause__ or current.__context__
     # The SDKs' aiohttp transport re-raises aiohttp's errors as httpx errors through a coarse
     # map (any lost connection, a refused one included, becomes ConnectTimeout): where
-    # aiohttp's own error is in the chain, it and what it wraps say what happened.
+    # aiohttp's own error is in the chain, it and what it wraps say what happened. (Imported
+    # here: only the adapters, loaded on first use, need aiohttp otherwise.)
+    import aiohttp
+
     for at, link in enumerate(chain):
         if isinstance(link, aiohttp.ClientError):
             return chain[at:]

@@ -40,6 +40,10 @@ from chat_app.providers.base import (
     status_error,
     stream_error,
 )
+from chat_app.providers.transport import TRANSPORT_ERRORS
+
+# The SDK's connection error, and the transport's errors it lets through.
+_UNREACHED: tuple[type[Exception], ...] = (openai.APIConnectionError, *TRANSPORT_ERRORS)
 
 
 @dataclass
@@ -108,7 +112,7 @@ class OpenAIProvider(LLMProvider):
                             yield event
         except openai.APIStatusError as exc:
             raise self._status_error(exc, tools_sent=bool(tools)) from exc
-        except (openai.APIConnectionError, httpx2.TransportError) as exc:
+        except _UNREACHED as exc:
             # The SDK does not wrap transport errors raised while reading the stream body.
             raise connection_error(
                 exc, base_url=self.base_url, timeout=self.timeout, midway=assembler.started
@@ -152,7 +156,7 @@ class OpenAIProvider(LLMProvider):
                     completion = await client.chat.completions.create(**request)
         except openai.APIStatusError as exc:
             raise self._status_error(exc, tools_sent=False) from exc
-        except (openai.APIConnectionError, httpx2.TransportError) as exc:
+        except _UNREACHED as exc:
             raise connection_error(exc, base_url=self.base_url, timeout=self.timeout) from exc
         except openai.APIError as exc:
             raise ProviderError(

@@ -27,7 +27,7 @@ from chat_app.providers import (
     make_provider,
 )
 from chat_app.providers.anthropic_provider import AnthropicProvider
-from chat_app.providers.base import looks_like_tools_unsupported, parse_json_reply
+from chat_app.providers.base import looks_like_tools_unsupported, parse_json_reply, sdk_timeout
 from chat_app.providers.openai_provider import OpenAIProvider
 from tests.llm_server import Call, Reply, ScriptedLLM
 
@@ -518,6 +518,38 @@ async def test_a_connection_reset_mid_reply_is_not_called_a_timeout(
         await collect(provider(llm, kind, timeout=30.0))
     assert "broke mid-reply" in caught.value.message, caught.value.message
     assert "30 s" not in caught.value.message
+    assert caught.value.retryable
+
+
+def test_a_name_lookup_and_a_pooled_connection_wait_no_longer_than_connecting() -> None:
+    # The aiohttp transport bounds those by ``pool``, the socket's connect by ``connect``.
+    limits = sdk_timeout(120.0)
+    assert (limits.connect, limits.pool, limits.read) == (10.0, 10.0, 120.0)
+    assert sdk_timeout(3.0).pool == 3.0
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_malformed_response_start_is_a_provider_error(kind: str) -> None:
+    # aiohttp refuses a header line over 8 KB (h11 took it): its error is not one the SDK's
+    # transport renames, and OpenAI's SDK does not wrap it either.
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+
+    def answer() -> None:
+        with server, contextlib.suppress(OSError):
+            conn, _ = server.accept()
+            with conn:
+                conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * 9000 + b"\r\n\r\n")
+
+    threading.Thread(target=answer, daemon=True).start()
+    base_url = f"http://127.0.0.1:{port}" + ("/v1" if kind == "openai" else "")
+    client = make_provider(kind, base_url=base_url, api_key="", model="m", timeout=5)
+    with pytest.raises(ProviderError) as caught:
+        await collect(client)
+    assert caught.value.message.startswith(f"cannot reach the LLM at {base_url}: ")
     assert caught.value.retryable
 
 
