@@ -40,7 +40,10 @@ def test_an_admin_sets_up_telegram_and_the_token_stays_hidden(page, staff_user):
         page.get_by_label("Telegram people").fill("root=555000111")
         page.get_by_label("Telegram api url").fill(bot_api.url(""))
         page.get_by_label("Private allowed").fill("127.0.0.1")
-        page.get_by_role("button", name="Save").click()
+        # Until the POST is answered: "networkidle" can hold before the form's request
+        # starts, and the page below was then read (or the POST cut off) before the save.
+        with page.expect_response(lambda r: r.request.method == "POST"):
+            page.get_by_role("button", name="Save").click()
         page.wait_for_load_state("networkidle")
 
         page.goto("/tools/groups/messaging/edit/")
