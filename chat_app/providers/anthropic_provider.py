@@ -149,12 +149,13 @@ class AnthropicProvider(LLMProvider):
     ) -> anthropic.AsyncAnthropic:
         # Always pass a key: without one the SDK goes looking for credentials in the
         # environment and in profile files, which is not where admins configure this app.
+        limits = sdk_timeout(timeout)
         return anthropic.AsyncAnthropic(
             base_url=base_url or None,
             api_key=api_key or "not-needed",
-            timeout=sdk_timeout(timeout),
+            timeout=limits,
             max_retries=0,
-            http_client=anthropic.DefaultAioHttpClient(timeout=sdk_timeout(timeout)),
+            http_client=anthropic.DefaultAioHttpClient(timeout=limits),
         )
 
     async def stream(

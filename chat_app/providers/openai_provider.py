@@ -61,12 +61,13 @@ class OpenAIProvider(LLMProvider):
     def new_sdk_client(cls, *, base_url: str, api_key: str, timeout: float) -> openai.AsyncOpenAI:
         # Local servers need no key, but the SDK refuses to start without one. Retries are
         # ours (chat_app.services.retry): they must be visible, cancellable and admin-set.
+        limits = sdk_timeout(timeout)
         return openai.AsyncOpenAI(
             base_url=base_url or None,
             api_key=api_key or "not-needed",
-            timeout=sdk_timeout(timeout),
+            timeout=limits,
             max_retries=0,
-            http_client=openai.DefaultAioHttpClient(timeout=sdk_timeout(timeout)),
+            http_client=openai.DefaultAioHttpClient(timeout=limits),
         )
 
     async def stream(
