@@ -41,8 +41,16 @@ _CALL_FIELDS = ("id", "message_id", "index", "tool", "raw_arguments", "call_id",
 UNFINISHED = {"success": False, "error": "this call did not finish (the turn was stopped)"}
 
 
+# What the call's card and the audit show but the model has no use for. A call's duration
+# also differs from run to run, so leaving it in made the same conversation a different
+# request each time (and a greedy model's next step with it).
+_NOT_FOR_THE_MODEL = frozenset({"duration_ms"})
+
+
 def _result(call: ToolCall) -> dict[str, Any]:
-    return call.result if call.result is not None else UNFINISHED
+    if call.result is None:
+        return UNFINISHED
+    return {k: v for k, v in call.result.items() if k not in _NOT_FOR_THE_MODEL}
 
 
 def call_request_id(call: ToolCall) -> str:

@@ -178,3 +178,15 @@ def test_malformed_native_arguments_become_an_error_result(
     assert "not valid JSON" in call.error
     tool_msg = next(m for m in llm.requests[1]["messages"] if m["role"] == "tool")
     assert tool_json(tool_msg["content"]) == {"success": False, "error": call.error}
+
+
+def test_the_model_is_not_sent_how_long_a_call_took(worker, conversation, user, llm, provider):
+    # The card and the audit keep the duration; the model's copy of the result leaves it out
+    # (it differs from run to run, so the same conversation would be another request each time).
+    llm.script(Reply(calls=[Call("current_time", {"timezone": "UTC"})]), Reply(text="Noon."))
+    turn = run(conversation, user, "time")
+    call = ToolCall.objects.get(turn=turn)
+    assert call.status == "succeeded" and "duration_ms" in call.result
+    sent = tool_json(next(m for m in llm.requests[1]["messages"] if m["role"] == "tool")["content"])
+    assert sent["success"] is True and sent["timezone"] == "UTC"
+    assert sent == {k: v for k, v in call.result.items() if k != "duration_ms"}
