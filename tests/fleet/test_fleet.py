@@ -235,7 +235,15 @@ def test_a_host_killed_mid_turn_ends_its_turn_clearly_and_the_other_serves(
     assert api.finished(api.send(conversation, "are you there?"))["status"] == "succeeded"
     docker("start", fleet.cname(victim))
     fleet.wait_ready(victim)
-    assert fleet.ready(survivor)[0] == 200
+    # The survivor stays in the balancer's pool: HAProxy takes a host out after two failed
+    # checks in a row (`fall 2`, 1 s apart once one fails; the chart's probe has
+    # failureThreshold 2). One check may miss its 3 s while the restarted host boots on the
+    # same two cores (CI saw a single 503 here); two in a row is a survivor out of service.
+    first = fleet.ready(survivor)
+    if first[0] != 200:
+        time.sleep(1)
+        again = fleet.ready(survivor)
+        assert again[0] == 200, (first, again)
 
 
 def test_a_rolling_restart_loses_no_call(fleet: Fleet, api: Api) -> None:
