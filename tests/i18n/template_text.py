@@ -16,6 +16,7 @@ TOKEN = re.compile(r"({%.*?%}|{{.*?}}|{#.*?#}|<!--.*?-->|<(?:{%.*?%}|{{.*?}}|[^>
 WORD = re.compile(r"[A-Za-z]{2,}")
 CODE_ELEMENTS = ("script", "style", "pre", "code", "kbd", "textarea")
 READ_ATTRIBUTES = ("title", "aria-label", "placeholder", "alt", "hx-confirm")
+BLOCK_TRANSLATE = re.compile(r"{%\s*blocktrans(?:late)?\b.*?{%\s*endblocktrans(?:late)?\s*%}", re.S)
 ATTRIBUTE = re.compile(r"(?<![\w-])(" + "|".join(READ_ATTRIBUTES) + r')="([^"]*)"')
 # Words that read the same in every language: product and protocol names, units.
 SAME_IN_EVERY_LANGUAGE = {"Control Center", "JSON", "OpenAPI", "MCP", "URL", "API", "SSO", "CSV"}
@@ -56,8 +57,7 @@ def unmarked_text(source: str) -> list[str]:
                     open_code.append(match.group(2).lower())
             if not skipping:
                 for _name, value in ATTRIBUTE.findall(token):
-                    plain = re.sub(r"{{.*?}}|{%.*?%}", "", value)
-                    if WORD.search(plain) and "{%" not in value:
+                    if WORD.search(_attribute_words(value)):
                         found.append(value.strip())
             continue
         if skipping or open_code:
@@ -66,6 +66,15 @@ def unmarked_text(source: str) -> list[str]:
         if WORD.search(text) and text not in SAME_IN_EVERY_LANGUAGE:
             found.append(text)
     return found
+
+
+def _attribute_words(value: str) -> str:
+    """What an attribute's value shows that no translate tag, variable or tag produces.
+    ``value`` ends at its first inner quote: ``{% translate "Save" %}`` arrives as
+    ``{% translate ``, ``{{ _("Save") }}`` as ``{{ _(``."""
+    plain = BLOCK_TRANSLATE.sub(" ", value)
+    plain = re.sub(r"{{.*?}}|{%.*?%}", " ", plain, flags=re.S)
+    return re.sub(r"({{|{%).*$", " ", plain, flags=re.S)
 
 
 def unmarked_in(folder: Path) -> dict[str, list[str]]:

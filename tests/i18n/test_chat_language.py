@@ -190,3 +190,29 @@ def test_a_used_up_quota_ends_a_russian_turn_in_russian_and_audits_in_english(
     assert "обнуляется 1 " in words and "в 00:00 UTC" in words
     record = AuditRecord.objects.get(kind=AuditRecord.Kind.QUOTA)
     assert record.error.startswith("the support group's monthly budget of 1,000 tokens")
+
+
+@pytest.mark.parametrize(
+    ("usage", "title"),
+    [
+        (
+            {"model": "m", "input_tokens": 435, "output_tokens": 30, "cached_tokens": 400},
+            "Токены, ушедшие на этот ответ, из них 400 входных — из кэша провайдера (m)",
+        ),
+        (
+            {"input_tokens": 12, "output_tokens": 3, "estimated": True},
+            "Оценка по тексту: провайдер не сообщил расход",
+        ),
+    ],
+)
+def test_a_replys_usage_explains_itself_in_the_conversations_language(usage, title):
+    """The hover text of a reply's token count, not only the count, is in Russian."""
+    from html import unescape
+
+    from chat_app.rendering import message_html
+
+    message = Message(pk=2, conversation_id=1, turn_id=1, role="assistant", content="Да.")
+    message.usage = usage
+    with translation.override("ru"):
+        html = unescape(str(message_html(message)))
+    assert f'class="message-usage" title="{title}"' in html
