@@ -113,3 +113,42 @@ def test_message_actions(browser, app_server, user, llm, provider, size):
     finally:
         context.close()
     assert not errors, errors
+
+
+def test_an_auditor_watching_live_gets_no_actions_of_the_owner(
+    browser, app_server, user, staff_user, llm, provider
+):
+    """The live events carry the owner's message (one render for every viewer): an auditor's
+    read-only page hides its versions, Edit and Regenerate as the page itself leaves them out."""
+    answers = iter(range(1, 100))
+    llm.set_default(lambda body: Reply(text=f"Answer {next(answers)}"))
+    owner_context, owner, owner_errors = _open(browser, app_server, 1280, 800)
+    auditor_context, auditor, auditor_errors = _open(browser, app_server, 1280, 800)
+    try:
+        login(owner, "alice", "alice-password-1")
+        wait_connected(owner)
+        _send(owner, "Hello")
+        expect(owner.locator(".message.role-assistant .markdown")).to_have_text("Answer 1")
+        conversation_path = owner.url.removeprefix(app_server)
+
+        login(auditor, "root", "root-password-1")
+        auditor.goto(conversation_path)
+        wait_connected(auditor)
+        expect(auditor.locator(".message.role-assistant .markdown")).to_have_text("Answer 1")
+
+        # The owner regenerates twice: the auditor's page follows both live.
+        for n in (2, 3):
+            expect(owner.get_by_role("button", name="Send", exact=True)).to_be_enabled()
+            owner.locator(".message.role-assistant").last.get_by_role(
+                "button", name="Regenerate"
+            ).click()
+            expect(owner.locator(".message.role-assistant .markdown")).to_have_text(f"Answer {n}")
+        expect(owner.locator(".message.role-user .branch-position")).to_have_text("3/3")
+        expect(auditor.locator(".message.role-assistant .markdown")).to_have_text("Answer 3")
+        for hidden in (".branch-switch", "[data-msg-action=edit]", "[data-msg-action=regenerate]"):
+            expect(auditor.locator(f"#chat {hidden}:visible")).to_have_count(0)
+        expect(auditor.get_by_role("button", name="Copy text").first).to_be_visible()
+        assert owner_errors == [] and auditor_errors == []
+    finally:
+        owner_context.close()
+        auditor_context.close()
